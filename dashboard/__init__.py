@@ -1,0 +1,1 @@
+"""Glassbox dashboard: Streamlit pages over :mod:`explainers`."""

@@ -1,0 +1,71 @@
+"""Glassbox dashboard entry point: ``streamlit run dashboard/app.py``.
+
+Widgets every page shares (the model and the class) live here in the sidebar,
+so they keep their values across pages. Start with ``-- --trust-pickles`` (or
+GLASSBOX_TRUST_PICKLES=1) to allow pickle/joblib uploads.
+"""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `streamlit run` puts only dashboard/ on the path
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from dashboard import state  # noqa: E402
+
+st.set_page_config(page_title="Glassbox — explain your model", page_icon="🔍", layout="wide")
+state.init_session()
+
+PAGES_DIR = Path(__file__).resolve().parent / "pages"
+SECTIONS = {
+    "Model": [("model.py", "Model", "🧰")],
+    "Effects": [("pdp.py", "PDP / ICE / ALE", "📈")],
+    "Attribution": [("shap.py", "SHAP", "🧮")],
+    "Importance": [("importance.py", "Importance", "🏆")],
+}
+nav = {}
+for section, pages in SECTIONS.items():
+    entries = [
+        st.Page(PAGES_DIR / fname, title=title, icon=icon, default=(fname == "model.py"))
+        for fname, title, icon in pages
+        if (PAGES_DIR / fname).is_file()
+    ]
+    if entries:
+        nav[section] = entries
+page = st.navigation(nav)
+
+with st.sidebar:
+    st.markdown("### 🔍 Glassbox")
+    try:
+        options = state.model_options()
+    except Exception as exc:  # the demo build failed: say so, keep the page alive
+        state.show_error(exc)
+        st.stop()
+    keys = list(options)
+    if st.session_state[state.ACTIVE] not in keys:
+        st.session_state[state.ACTIVE] = state.DEFAULT_DEMO
+    st.selectbox(
+        "Model", keys, key=state.ACTIVE, format_func=lambda k: options[k],
+        help="A demo model, or the one you uploaded on the Model page.",
+    )
+    try:
+        ctx = state.current()
+    except Exception as exc:
+        state.show_error(exc)
+        st.stop()
+    if ctx.classes is not None:
+        if st.session_state[state.CLASS_INDEX] >= len(ctx.classes):
+            st.session_state[state.CLASS_INDEX] = 0
+        st.selectbox(
+            "Class", list(range(len(ctx.classes))), key=state.CLASS_INDEX,
+            format_func=lambda i: ctx.classes[i],
+            help="The class whose probability the pages explain.",
+        )
+    st.caption(f"{ctx.card.get('model_type', '')} · {ctx.task} · {len(ctx.X):,} rows")
+    if state.pickles_trusted():
+        st.warning("Pickle/joblib uploads are **allowed** on this server (started with "
+                   "--trust-pickles): only upload files you trust.", icon="⚠️")
+
+page.run()

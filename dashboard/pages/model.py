@@ -1,0 +1,61 @@
+"""Model page: what the active model is, and loading another one."""
+import streamlit as st
+
+from dashboard import state
+
+ctx = state.current()
+st.title(ctx.title)
+st.caption(ctx.card.get("description", ""))
+
+cols = st.columns(4)
+cols[0].metric("Model", ctx.card.get("model_type", ""))
+cols[1].metric("Task", ctx.task)
+cols[2].metric("Rows", f"{len(ctx.X):,}")
+cols[3].metric("Features", ctx.X.shape[1])
+if ctx.classes is not None:
+    st.markdown("**Classes:** " + ", ".join(f"`{c}`" for c in ctx.classes))
+metric = ctx.card.get("metric")
+if metric:
+    st.markdown(f"**{metric['name']}:** {metric['value']:.3f}"
+                + (f" · ROC AUC {metric['roc_auc']:.3f}" if "roc_auc" in metric else ""))
+elif ctx.y is not None:
+    score = state.data_score(ctx.model_key, ctx.data_key, ctx.adapter, ctx.X, ctx.y)
+    if score:
+        st.markdown(f"**{score['name']} on the uploaded data:** {score['value']:.3f} "
+                    "(held out only if these rows were not used for training)")
+else:
+    st.caption("No target column was given, so no score is shown.")
+for notice in ctx.notices:
+    st.info(notice, icon="ℹ️")
+
+st.subheader("Features")
+st.dataframe(state.feature_summary(ctx.data_key, ctx.X), hide_index=True, width="stretch")
+
+st.subheader("Switch model")
+left, right = st.columns(2)
+with left:
+    st.markdown("**A demo model**")
+    names = list(state.demo_cards())
+    st.selectbox("Demo model", names, index=names.index(ctx.name) if ctx.name in names else 0,
+                 format_func=lambda n: state.demo_cards()[n]["title"], key=state.DEMO_PICK,
+                 on_change=state.on_pick_demo)
+with right:
+    st.markdown("**Your own model**")
+    trusted = state.pickles_trusted()
+    kinds = ["skops", "joblib", "pkl", "pickle"] if trusted else ["skops"]
+    st.file_uploader("Fitted model (.skops" + (", .joblib, .pkl" if trusted else "") + ")",
+                     type=kinds, key=state.MODEL_FILE,
+                     help="Save it with skops.io.dump(model, 'model.skops'). Pickle files run code "
+                          "when loaded, so they are accepted only when the operator allows them.")
+    st.file_uploader("Data (.csv or .parquet)", type=["csv", "parquet"], key=state.DATA_FILE)
+    try:
+        columns = state.upload_columns()
+    except Exception as exc:
+        columns = []
+        state.show_error(exc)
+    st.selectbox("Target column", [state.NO_TARGET] + columns, key=state.TARGET_COL,
+                 help="Split off the true values, for scores and importance.")
+    st.button("Load model and data", type="primary", on_click=state.on_load_upload)
+    if st.session_state.get(state.LAST_ERROR):
+        st.error(st.session_state[state.LAST_ERROR], icon="🚫")
+        st.caption(f"Still showing: {ctx.title}")

@@ -1,0 +1,331 @@
+"""Build the demo models from bundled and seeded synthetic data.
+
+``python -m demo_models.build`` trains every demo model deterministically and
+saves, for each, a ``.skops`` model, its data as Parquet (training rows first,
+then the held-out rows; the card says how many are training rows) and a JSON
+card. Files go to ``demo_models/built/`` (gitignored) and are rebuilt when
+missing or when the library versions that wrote them change.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+BUILD_DIR = Path(__file__).resolve().parent / "built"
+#: bump when a demo's definition changes, so old builds are replaced
+BUILD_VERSION = 1
+_LIBS = ("numpy", "pandas", "sklearn", "skops", "pyarrow")
+
+
+@dataclass(frozen=True)
+class DemoSpec:
+    name: str
+    title: str
+    description: str
+    make: Callable[[], tuple]
+
+
+def _versions() -> dict:
+    import importlib
+
+    out = {"build_version": BUILD_VERSION, "python": sys.version.split()[0]}
+    for lib in _LIBS:
+        out[lib] = importlib.import_module(lib).__version__
+    return out
+
+
+def _split(X: pd.DataFrame, y: pd.Series, stratify: bool, seed: int = 0):
+    from sklearn.model_selection import train_test_split
+
+    return train_test_split(
+        X, y, test_size=0.25, random_state=seed, stratify=y if stratify else None
+    )
+
+
+# ------------------------------------------------------------------ datasets
+def _diabetes():
+    from sklearn.datasets import load_diabetes
+
+    d = load_diabetes(as_frame=True, scaled=False)
+    X = d.data.astype(float)
+    y = d.target.rename("disease_progression").astype(float)
+    units = {"age": "years", "bmi": "kg/m²", "bp": "mm Hg", "disease_progression": "score"}
+    return X, y, units
+
+
+def _breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+
+    d = load_breast_cancer(as_frame=True)
+    X = d.data.astype(float)
+    y = pd.Series(np.asarray(d.target_names)[d.target.to_numpy()], name="diagnosis")
+    return X, y, {}
+
+
+def _wine():
+    from sklearn.datasets import load_wine
+
+    d = load_wine(as_frame=True)
+    X = d.data.astype(float)
+    y = pd.Series(np.asarray(d.target_names)[d.target.to_numpy()], name="cultivar")
+    return X, y, {"alcohol": "% vol"}
+
+
+def housing_data(n: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, pd.Series]:
+    """Synthetic coastal housing: latitude and longitude correlated about -0.9.
+
+    Houses lie along a coast running north-west, so most (latitude, longitude)
+    pairs are empty: a 2D partial dependence over them averages over places
+    where nobody lives. Price has an income effect and a location interaction
+    (two expensive metro areas plus a lat x lon term).
+    """
+    rng = np.random.default_rng(seed)
+    lat = rng.uniform(32.5, 41.5, n)
+    lon = -117.0 - 0.9 * (lat - 32.5) + rng.normal(0.0, 1.1, n)
+    income = np.clip(rng.lognormal(1.3, 0.45, n), 0.5, 15.0)
+    age = rng.integers(1, 53, n).astype(float)
+    rooms = np.clip(rng.normal(5.2, 1.1, n), 1.5, 10.0)
+    la = np.exp(-((lat - 34.0) ** 2 + (lon + 118.3) ** 2) / 1.2)
+    sf = np.exp(-((lat - 37.7) ** 2 + (lon + 122.3) ** 2) / 0.9)
+    price = (
+        0.45 * income
+        + 0.012 * age
+        - 0.08 * (rooms - 5.5) ** 2
+        + 1.6 * la
+        + 2.2 * sf
+        + 0.25 * (lat - 37.0) * (lon + 121.0)
+        + rng.normal(0.0, 0.3, n)
+    )
+    X = pd.DataFrame(
+        {
+            "latitude": lat,
+            "longitude": lon,
+            "median_income": income,
+            "house_age": age,
+            "rooms_per_household": rooms,
+        }
+    )
+    return X, pd.Series(price, name="price")
+
+
+def _housing():
+    X, y = housing_data()
+    units = {"latitude": "°N", "longitude": "°E", "median_income": "10k USD",
+             "house_age": "years", "price": "100k USD"}
+    return X, y, units
+
+
+# -------------------------------------------------------------------- models
+def _diabetes_forest():
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y, units = _diabetes()
+    model = RandomForestRegressor(
+        n_estimators=100, min_samples_leaf=3, max_features=0.5, oob_score=True,
+        random_state=0, n_jobs=1,
+    )
+    return X, y, units, model, "regression"
+
+
+def _cancer_hgb():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X, y, units = _breast_cancer()
+    model = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, random_state=0)
+    return X, y, units, model, "classification"
+
+
+def _wine_gb():
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X, y, units = _wine()
+    model = GradientBoostingClassifier(n_estimators=100, max_depth=2, learning_rate=0.1, random_state=0)
+    return X, y, units, model, "classification"
+
+
+def _housing_gb():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    X, y, units = _housing()
+    model = GradientBoostingRegressor(n_estimators=200, max_depth=4, learning_rate=0.1, random_state=0)
+    return X, y, units, model, "regression"
+
+
+def _diabetes_linear():
+    from sklearn.linear_model import LinearRegression
+
+    X, y, units = _diabetes()
+    return X, y, units, LinearRegression(), "regression"
+
+
+def _cancer_logistic():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, units = _breast_cancer()
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    return X, y, units, model, "classification"
+
+
+DEMOS: tuple[DemoSpec, ...] = (
+    DemoSpec("diabetes_forest", "Diabetes progression — random forest",
+             "Regression on scikit-learn's diabetes data (442 patients, 10 measurements).", _diabetes_forest),
+    DemoSpec("breast_cancer_hgb", "Breast cancer diagnosis — histogram gradient boosting",
+             "Binary classification (malignant / benign) on 569 tumours, 30 features.", _cancer_hgb),
+    DemoSpec("wine_gb", "Wine cultivar — gradient boosting",
+             "Three-class classification of 178 wines from 13 chemical measurements.", _wine_gb),
+    DemoSpec("housing_gb", "Coastal housing — gradient boosting (correlated location)",
+             "Synthetic prices where latitude and longitude are correlated about -0.9 along a "
+             "coast: a 2D PDP over them averages over places with no houses.", _housing_gb),
+    DemoSpec("diabetes_linear", "Diabetes progression — linear regression",
+             "Ordinary least squares on the diabetes data: SHAP has a closed form here.", _diabetes_linear),
+    DemoSpec("breast_cancer_logistic", "Breast cancer diagnosis — logistic regression",
+             "Standardised logistic regression: SHAP in log-odds has a closed form.", _cancer_logistic),
+)
+DEMO_NAMES = tuple(d.name for d in DEMOS)
+
+
+def _build_one(spec: DemoSpec, out: Path) -> dict:
+    import skops.io as sio
+    from sklearn.metrics import accuracy_score, r2_score, roc_auc_score
+
+    t0 = time.perf_counter()
+    X, y, units, model, kind = spec.make()
+    stratify = kind == "classification"
+    X_tr, X_te, y_tr, y_te = _split(X, y, stratify)
+    model.fit(X_tr, y_tr)
+    if kind == "regression":
+        metric = {"name": "R² (held out)", "value": float(r2_score(y_te, model.predict(X_te)))}
+        task = "regression"
+        classes = None
+    else:
+        classes = [str(c) for c in model.classes_]
+        task = "binary" if len(classes) == 2 else "multiclass"
+        metric = {"name": "accuracy (held out)", "value": float(accuracy_score(y_te, model.predict(X_te)))}
+        if task == "binary":
+            metric["roc_auc"] = float(roc_auc_score(y_te, model.predict_proba(X_te)[:, 1]))
+    frame = pd.concat([X_tr, X_te], axis=0)
+    frame[y.name] = pd.concat([y_tr, y_te], axis=0)
+    frame = frame.reset_index(drop=True)
+    frame.to_parquet(out / f"{spec.name}.parquet", index=False)
+    sio.dump(model, out / f"{spec.name}.skops")
+    card = {
+        "name": spec.name,
+        "title": spec.title,
+        "description": spec.description,
+        "model_type": type(model).__name__ if not hasattr(model, "steps") else
+        " → ".join(type(s).__name__ for _, s in model.steps),
+        "task": task,
+        "target": str(y.name),
+        "classes": classes,
+        "features": [
+            {"name": c, "dtype": str(X[c].dtype), "min": float(X[c].min()), "max": float(X[c].max()),
+             "unit": units.get(c)}
+            for c in X.columns
+        ],
+        "target_unit": units.get(str(y.name)),
+        "n_rows": int(len(frame)),
+        "n_train": int(len(X_tr)),
+        "metric": metric,
+        "build_seconds": round(time.perf_counter() - t0, 2),
+        "versions": _versions(),
+    }
+    (out / f"{spec.name}.json").write_text(json.dumps(card, indent=2))
+    return card
+
+
+def is_current(build_dir: Path = BUILD_DIR) -> bool:
+    """True when every demo is built by the library versions installed now."""
+    manifest = build_dir / "manifest.json"
+    if not manifest.is_file():
+        return False
+    try:
+        info = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return False
+    if info.get("versions") != _versions():
+        return False
+    return all(
+        (build_dir / f"{n}{ext}").is_file() for n in DEMO_NAMES for ext in (".skops", ".parquet", ".json")
+    )
+
+
+def build_all(build_dir: Path = BUILD_DIR, *, force: bool = False) -> list[dict]:
+    """Train and save every demo model; skip when current unless ``force``.
+
+    The files are written to a temporary folder and moved into place at the
+    end, so a reader never sees half a build (two dashboard sessions starting
+    at once may both build; the last one to finish wins with identical files).
+    """
+    if not force and is_current(build_dir):
+        return load_cards(build_dir)
+    build_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=build_dir.parent))
+    try:
+        cards = []
+        for spec in DEMOS:
+            log.info("building demo model %s", spec.name)
+            cards.append(_build_one(spec, tmp))
+        (tmp / "manifest.json").write_text(
+            json.dumps({"versions": _versions(), "demos": list(DEMO_NAMES)}, indent=2)
+        )
+        old = build_dir.with_name(build_dir.name + f".old-{os.getpid()}")
+        if build_dir.exists():
+            build_dir.rename(old)
+        tmp.rename(build_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return cards
+
+
+def ensure_built(build_dir: Path = BUILD_DIR) -> list[dict]:
+    """Return the demo cards, building the demos first when missing or stale."""
+    return build_all(build_dir, force=False)
+
+
+def load_cards(build_dir: Path = BUILD_DIR) -> list[dict]:
+    return [json.loads((build_dir / f"{n}.json").read_text()) for n in DEMO_NAMES]
+
+
+def paths(name: str, build_dir: Path = BUILD_DIR) -> dict:
+    """Paths of one demo's files."""
+    if name not in DEMO_NAMES:
+        raise KeyError(f"Unknown demo model {name!r}; known: {', '.join(DEMO_NAMES)}")
+    return {ext: build_dir / f"{name}.{ext}" for ext in ("skops", "parquet", "json")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="rebuild even when current")
+    parser.add_argument("--out", type=Path, default=BUILD_DIR, help="output folder")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    t0 = time.perf_counter()
+    current = not args.force and is_current(args.out)
+    cards = build_all(args.out, force=args.force)
+    for c in cards:
+        m = c["metric"]
+        print(f"{c['name']:<24} {c['task']:<10} {m['name']}: {m['value']:.3f}")
+    verb = "already current" if current else f"built in {time.perf_counter() - t0:.1f} s"
+    print(f"{len(cards)} demo models {verb} in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,40 @@
+"""Exceptions raised by :mod:`explainers`.
+
+Every bad input raises :class:`ExplainerError` (a :class:`ValueError`) or a
+subclass, with a message that says what is wrong and how to fix it, so callers
+that already catch ``ValueError`` keep working.
+"""
+
+
+class ExplainerError(ValueError):
+    """Base class of every error raised for bad input."""
+
+
+class InvalidModelError(ExplainerError):
+    """The model is not usable: not fitted, no predict method, wrong kind."""
+
+
+class UnsafeModelError(InvalidModelError):
+    """Loading the model file would run code or instantiate unreviewed types."""
+
+
+class InvalidDataError(ExplainerError):
+    """The data file or array cannot be used with the model."""
+
+
+class InvalidFeatureError(ExplainerError):
+    """A feature name or index does not exist or cannot be used here."""
+
+
+class InvalidParameterError(ExplainerError):
+    """A parameter value is out of range or of the wrong type."""
+
+
+def param_error(name: str, func: str, expected: str, got) -> InvalidParameterError:
+    """Build the one message template used for parameter errors.
+
+    ``The 'grid_resolution' parameter of partial_dependence must be an int >= 2. Got 1 instead.``
+    """
+    return InvalidParameterError(
+        f"The {name!r} parameter of {func} must be {expected}. Got {got!r} instead."
+    )

@@ -1,0 +1,390 @@
+"""One prediction function over any fitted model.
+
+:class:`ModelAdapter` hides the differences between regressors, binary and
+multiclass classifiers, scikit-learn Pipelines and plain objects with a
+``predict`` method: every explainer calls ``adapter.predict(X)`` and gets one
+ndarray back, shaped the same way for every model of the same task.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import InvalidDataError, InvalidFeatureError, InvalidModelError, param_error
+
+__all__ = ["ModelAdapter", "detect_task", "DEFAULT_CHUNK_ROWS"]
+
+#: rows sent to the model in one predict call; keeps memory bounded for big data
+DEFAULT_CHUNK_ROWS = 65_536
+_OUTPUTS = ("auto", "raw", "proba", "log_odds")
+_EPS = 1e-15
+
+
+def detect_task(model) -> str:
+    """Return ``"regression"``, ``"binary"`` or ``"multiclass"`` for a fitted model."""
+    classes = getattr(model, "classes_", None)
+    is_clf = False
+    try:
+        from sklearn.base import is_classifier
+
+        is_clf = bool(is_classifier(model))
+    except Exception:  # not a scikit-learn object: fall back on duck typing
+        is_clf = False
+    if not is_clf and classes is not None and hasattr(model, "predict_proba"):
+        is_clf = True
+    if not is_clf:
+        return "regression"
+    if classes is None:
+        raise InvalidModelError(
+            f"{type(model).__name__} looks like a classifier but has no 'classes_' "
+            "attribute: fit it before explaining it."
+        )
+    return "binary" if len(classes) == 2 else "multiclass"
+
+
+def _check_fitted(model) -> None:
+    if not hasattr(model, "predict"):
+        raise InvalidModelError(
+            f"A {type(model).__name__} object has no 'predict' method, so it cannot be "
+            "explained. Pass a fitted scikit-learn estimator or Pipeline, or an object "
+            "with predict (and predict_proba for classifiers)."
+        )
+    try:
+        from sklearn.base import BaseEstimator
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+    except ImportError:  # pragma: no cover - scikit-learn is a core dependency
+        return
+    if isinstance(model, BaseEstimator):
+        try:
+            check_is_fitted(model)
+        except NotFittedError:
+            raise InvalidModelError(
+                f"This {type(model).__name__} is not fitted yet: call fit(X, y) on it "
+                "(or upload the fitted model) before explaining it."
+            ) from None
+
+
+class ModelAdapter:
+    """Wrap a fitted model behind one ``predict`` with a fixed output convention.
+
+    Parameters
+    ----------
+    model : object
+        A fitted scikit-learn estimator or Pipeline, or any object with
+        ``predict`` (and ``predict_proba`` plus ``classes_`` for classifiers).
+    feature_names : sequence of str, default=None
+        Names of the model's input columns, in order. Taken from the model's
+        ``feature_names_in_`` when not given; failing that, from the first
+        DataFrame passed to :meth:`predict`.
+    output : {"auto", "raw", "proba", "log_odds"}, default="auto"
+        ``"auto"``: the regression value, or the probability of each class.
+        ``"raw"``: ``predict`` for regressors; ``decision_function`` (the margin,
+        log-odds for boosting and logistic models) for classifiers that have it,
+        else probabilities. ``"proba"``: class probabilities. ``"log_odds"``:
+        ``log(p / (1 - p))`` of each class probability.
+    class_index : int, default=None
+        Keep only this output column (a class position in ``classes_``).
+    chunk_rows : int, default=65536
+        Rows per predict call; bounds memory on large data.
+
+    Attributes
+    ----------
+    task : {"regression", "binary", "multiclass"}
+    classes : ndarray or None
+        Class labels, in the model's order.
+    n_outputs : int
+        Number of output columns of :meth:`predict` (1 means a 1-D result).
+    output_names : list of str
+        One label per output column.
+    """
+
+    def __init__(
+        self,
+        model,
+        feature_names: Sequence[str] | None = None,
+        output: str = "auto",
+        class_index: int | None = None,
+        *,
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    ):
+        if isinstance(model, ModelAdapter):
+            model = model.model
+        _check_fitted(model)
+        if output not in _OUTPUTS:
+            raise param_error("output", "ModelAdapter", f"one of {list(_OUTPUTS)}", output)
+        if not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
+            raise param_error("chunk_rows", "ModelAdapter", "an int >= 1", chunk_rows)
+        self.model = model
+        self.task = detect_task(model)
+        self.classes = None if self.task == "regression" else np.asarray(model.classes_)
+        if output in ("proba", "log_odds") and self.task == "regression":
+            raise param_error(
+                "output", "ModelAdapter", "'auto' or 'raw' for a regression model", output
+            )
+        if output in ("proba", "log_odds") and not hasattr(model, "predict_proba"):
+            raise InvalidModelError(
+                f"output={output!r} needs predict_proba, which {type(model).__name__} lacks; "
+                "use output='raw'."
+            )
+        self.output = output
+        self.chunk_rows = int(chunk_rows)
+        self._fn, n_cols = self._output_function()
+        if class_index is not None:
+            if not isinstance(class_index, (int, np.integer)) or not 0 <= class_index < n_cols:
+                raise param_error(
+                    "class_index", "ModelAdapter", f"an int in [0, {n_cols - 1}]", class_index
+                )
+            class_index = int(class_index)
+        self.class_index = class_index
+        self._n_cols = n_cols
+        if feature_names is None and hasattr(model, "feature_names_in_"):
+            feature_names = list(model.feature_names_in_)
+        self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+        self._model_wants_names = hasattr(model, "feature_names_in_")
+        n_in = getattr(model, "n_features_in_", None)
+        if self.feature_names is None and n_in is not None:
+            self.feature_names = [f"x{i}" for i in range(int(n_in))]
+        if (
+            self.feature_names is not None
+            and n_in is not None
+            and len(self.feature_names) != int(n_in)
+        ):
+            raise InvalidFeatureError(
+                f"{len(self.feature_names)} feature names were given but the model was "
+                f"fitted on {int(n_in)} features."
+            )
+
+    # ------------------------------------------------------------------ outputs
+    def _output_function(self) -> tuple[Callable[[object], np.ndarray], int]:
+        """Return (function from model input to 2-D output, number of columns)."""
+        model = self.model
+        if self.task == "regression":
+            return (lambda X: np.asarray(model.predict(X), dtype=float).reshape(len(X), -1)), 1
+        k = len(self.classes)
+        out = self.output
+        if out == "raw" and hasattr(model, "decision_function"):
+            if k == 2:
+                # one margin for the positive class; keep it 1-column
+                return (
+                    lambda X: np.asarray(model.decision_function(X), dtype=float).reshape(-1, 1)
+                ), 1
+            return (lambda X: np.asarray(model.decision_function(X), dtype=float)), k
+        if out == "log_odds":
+            def log_odds(X):
+                p = np.clip(np.asarray(model.predict_proba(X), dtype=float), _EPS, 1 - _EPS)
+                return np.log(p) - np.log1p(-p)
+
+            return log_odds, k
+        return (lambda X: np.asarray(model.predict_proba(X), dtype=float)), k
+
+    @property
+    def n_outputs(self) -> int:
+        return 1 if self.class_index is not None else self._n_cols
+
+    @property
+    def output_names(self) -> list[str]:
+        if self._n_cols == 1:
+            if self.task == "regression":
+                return ["prediction"]
+            return [f"margin({self.classes[1]})"]
+        names = [str(c) for c in self.classes]
+        return [names[self.class_index]] if self.class_index is not None else names
+
+    def with_output(self, output: str | None = None, class_index: int | None = -1) -> "ModelAdapter":
+        """Return a new adapter over the same model with another output or class."""
+        return ModelAdapter(
+            self.model,
+            feature_names=self.feature_names,
+            output=self.output if output is None else output,
+            class_index=self.class_index if class_index == -1 else class_index,
+            chunk_rows=self.chunk_rows,
+        )
+
+    # ------------------------------------------------------------------- inputs
+    def to_frame(self, X) -> pd.DataFrame:
+        """Return X as a DataFrame with the model's columns, in the model's order."""
+        if isinstance(X, pd.DataFrame):
+            if self.feature_names is None:
+                self.feature_names = [str(c) for c in X.columns]
+            cols = [str(c) for c in X.columns]
+            if cols != self.feature_names:
+                missing = [f for f in self.feature_names if f not in cols]
+                if missing:
+                    raise InvalidDataError(
+                        f"The data lacks {len(missing)} of the model's columns: "
+                        f"{', '.join(missing[:10])}{' …' if len(missing) > 10 else ''}. "
+                        "Add them, or pick data made for this model."
+                    )
+                X = X.set_axis(cols, axis=1)[self.feature_names]
+            return X
+        arr = np.asarray(X)
+        if arr.ndim == 1:
+            arr = arr.reshape(1, -1)
+        if arr.ndim != 2:
+            raise InvalidDataError(
+                f"X must be 2-D (rows x features); got an array of shape {arr.shape}."
+            )
+        if self.feature_names is None:
+            self.feature_names = [f"x{i}" for i in range(arr.shape[1])]
+        if arr.shape[1] != len(self.feature_names):
+            raise InvalidDataError(
+                f"X has {arr.shape[1]} columns but the model takes {len(self.feature_names)} "
+                f"({', '.join(self.feature_names[:10])}{' …' if len(self.feature_names) > 10 else ''})."
+            )
+        return pd.DataFrame(arr, columns=self.feature_names)
+
+    def _model_input(self, frame: pd.DataFrame):
+        """What the model's predict expects: a DataFrame if fitted with names, else an array."""
+        if self._model_wants_names:
+            return frame
+        if all(pd.api.types.is_numeric_dtype(t) for t in frame.dtypes):
+            return frame.to_numpy(dtype=float)
+        return frame.to_numpy()
+
+    # -------------------------------------------------------------- predictions
+    def _finish(self, out: np.ndarray) -> np.ndarray:
+        if self.class_index is not None:
+            return out[:, self.class_index]
+        if out.shape[1] == 1:
+            return out[:, 0]
+        return out
+
+    def _predict_frame(self, frame: pd.DataFrame) -> np.ndarray:
+        """Predict a frame already in canonical form; returns 2-D (n, n_cols)."""
+        n = len(frame)
+        if n == 0:
+            return np.empty((0, self._n_cols))
+        if n <= self.chunk_rows:
+            return self._fn(self._model_input(frame))
+        parts = [
+            self._fn(self._model_input(frame.iloc[s : s + self.chunk_rows]))
+            for s in range(0, n, self.chunk_rows)
+        ]
+        return np.concatenate(parts, axis=0)
+
+    def predict(self, X) -> np.ndarray:
+        """Predict X in row chunks.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for one output, (n_samples, k) for k outputs
+        """
+        return self._finish(self._predict_frame(self.to_frame(X)))
+
+    __call__ = predict
+
+    def predict_labels(self, X) -> np.ndarray:
+        """The model's own ``predict`` (class labels for classifiers), in row chunks."""
+        frame = self.to_frame(X)
+        parts = [
+            np.asarray(self.model.predict(self._model_input(frame.iloc[s : s + self.chunk_rows])))
+            for s in range(0, len(frame), self.chunk_rows)
+        ]
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    # ------------------------------------------------------------ missing masks
+    def missing_mask(self, missing, n_rows: int) -> np.ndarray:
+        """Normalise a missing-feature spec to a bool array of shape (n_rows, p).
+
+        ``missing`` may be None, a bool array of shape (p,) or (n_rows, p), or a
+        sequence of feature names (or integer positions).
+        """
+        p = len(self.feature_names)
+        if missing is None:
+            return np.zeros((n_rows, p), dtype=bool)
+        arr = np.asarray(missing)
+        if arr.dtype == bool:
+            if arr.shape == (p,):
+                return np.broadcast_to(arr, (n_rows, p)).copy()
+            if arr.shape == (n_rows, p):
+                return arr.copy()
+            raise InvalidFeatureError(
+                f"A missing-feature mask must have shape ({p},) or ({n_rows}, {p}); "
+                f"got {arr.shape}."
+            )
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        mask = np.zeros(p, dtype=bool)
+        for item in arr.tolist():
+            if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+                if not 0 <= item < p:
+                    raise InvalidFeatureError(
+                        f"Missing feature index {item} is out of range: the model has {p} features."
+                    )
+                mask[item] = True
+            else:
+                name = str(item)
+                if name not in self.feature_names:
+                    raise InvalidFeatureError(
+                        f"Unknown feature {name!r} in the missing-feature list. Known features: "
+                        f"{', '.join(self.feature_names[:20])}{' …' if p > 20 else ''}."
+                    )
+                mask[self.feature_names.index(name)] = True
+        return np.broadcast_to(mask, (n_rows, p)).copy()
+
+    def predict_masked(self, X, missing, background) -> np.ndarray:
+        """Predict with the missing features marginalised over background rows.
+
+        For each row x with missing features C and present features S this is
+        ``f_S(x_S) = mean_i f(x_S, b_{i,C})`` over the background rows b_i
+        (eq. 16 of the SHAP seed): the interventional expectation. Rows with no
+        missing feature are predicted directly. The synthetic rows are built
+        column by column for a whole chunk of rows and sent to the model in one
+        call per chunk.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        missing : bool array of shape (n_features,) or (n_samples, n_features), or feature names
+        background : DataFrame or array-like of shape (n_background, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, k), like :meth:`predict`
+        """
+        frame = self.to_frame(X)
+        bg = self.to_frame(background)
+        if len(bg) == 0:
+            raise InvalidDataError("The background data has no rows; pass at least one row.")
+        n, B = len(frame), len(bg)
+        mask = self.missing_mask(missing, n)
+        out = np.empty((n, self._n_cols))
+        full = ~mask.any(axis=1)
+        if full.any():
+            out[full] = self._predict_frame(frame.iloc[np.flatnonzero(full)])
+        todo = np.flatnonzero(~full)
+        step = max(1, self.chunk_rows // B)
+        cols_x = [frame[c].to_numpy() for c in frame.columns]
+        cols_b = [bg[c].to_numpy() for c in bg.columns]
+        for s in range(0, len(todo), step):
+            rows = todo[s : s + step]
+            m = mask[rows]
+            data = {}
+            for j, name in enumerate(self.feature_names):
+                xj = cols_x[j][rows]
+                bj = cols_b[j]
+                if not m[:, j].any():
+                    data[name] = np.repeat(xj, B)
+                else:
+                    col = np.where(m[:, j, None], bj[None, :], xj[:, None])
+                    data[name] = col.reshape(-1)
+            synth = pd.DataFrame(data)
+            for name, dt in zip(frame.columns, frame.dtypes):
+                if isinstance(dt, pd.CategoricalDtype):
+                    synth[name] = synth[name].astype(dt)
+            pred = self._predict_frame(synth).reshape(len(rows), B, self._n_cols)
+            out[rows] = pred.mean(axis=1)
+        return self._finish(out)
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelAdapter({type(self.model).__name__}, task={self.task!r}, "
+            f"output={self.output!r}, class_index={self.class_index!r})"
+        )
