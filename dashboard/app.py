@@ -15,21 +15,25 @@ import streamlit as st  # noqa: E402
 
 from dashboard import state  # noqa: E402
 
-st.set_page_config(page_title="Glassbox — explain your model", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="Glassbox — explain your model", page_icon=":material/search_insights:", layout="wide")
 state.init_session()
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
+# (file, title, icon, url path). The url paths differ from the file names on
+# purpose: Streamlit still runs a folder named pages/ the old (v1) way on a
+# session's first run, and a page hash that matches a file name there would run
+# the page without this entry script (no sidebar, no session defaults).
 SECTIONS = {
-    "Model": [("model.py", "Model", "🧰")],
-    "Effects": [("pdp.py", "PDP / ICE / ALE", "📈")],
-    "Attribution": [("shap.py", "SHAP", "🧮")],
-    "Importance": [("importance.py", "Importance", "🏆")],
+    "Model": [("model.py", "Model", ":material/deployed_code:", "overview")],
+    "Effects": [("pdp.py", "PDP / ICE / ALE", ":material/show_chart:", "effects")],
+    "Attribution": [("shap.py", "SHAP", ":material/waterfall_chart:", "attribution")],
+    "Importance": [("importance.py", "Importance", ":material/leaderboard:", "importance-comparison")],
 }
 nav = {}
 for section, pages in SECTIONS.items():
     entries = [
-        st.Page(PAGES_DIR / fname, title=title, icon=icon, default=(fname == "model.py"))
-        for fname, title, icon in pages
+        st.Page(PAGES_DIR / fname, title=title, icon=icon, url_path=url, default=(fname == "model.py"))
+        for fname, title, icon, url in pages
         if (PAGES_DIR / fname).is_file()
     ]
     if entries:
@@ -37,7 +41,7 @@ for section, pages in SECTIONS.items():
 page = st.navigation(nav)
 
 with st.sidebar:
-    st.markdown("### 🔍 Glassbox")
+    st.markdown("### :material/search_insights: Glassbox")
     try:
         options = state.model_options()
     except Exception as exc:  # the demo build failed: say so, keep the page alive
@@ -66,6 +70,6 @@ with st.sidebar:
     st.caption(f"{ctx.card.get('model_type', '')} · {ctx.task} · {len(ctx.X):,} rows")
     if state.pickles_trusted():
         st.warning("Pickle/joblib uploads are **allowed** on this server (started with "
-                   "--trust-pickles): only upload files you trust.", icon="⚠️")
+                   "--trust-pickles): only upload files you trust.", icon=":material/warning:")
 
 page.run()

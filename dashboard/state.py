@@ -219,7 +219,7 @@ def error_message(exc: BaseException) -> str:
 
 
 def show_error(exc: BaseException) -> None:
-    st.error(error_message(exc), icon="🚫")
+    st.error(error_message(exc), icon=":material/error:")
 
 
 # ------------------------------------------------------------ upload actions

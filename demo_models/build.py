@@ -200,8 +200,8 @@ DEMOS: tuple[DemoSpec, ...] = (
 DEMO_NAMES = tuple(d.name for d in DEMOS)
 
 
-def _build_one(spec: DemoSpec, out: Path) -> dict:
-    import skops.io as sio
+def train_demo(spec: DemoSpec) -> tuple[object, pd.DataFrame, dict]:
+    """Fit one demo model; return (model, data with the target column, card)."""
     from sklearn.metrics import accuracy_score, r2_score, roc_auc_score
 
     t0 = time.perf_counter()
@@ -222,8 +222,6 @@ def _build_one(spec: DemoSpec, out: Path) -> dict:
     frame = pd.concat([X_tr, X_te], axis=0)
     frame[y.name] = pd.concat([y_tr, y_te], axis=0)
     frame = frame.reset_index(drop=True)
-    frame.to_parquet(out / f"{spec.name}.parquet", index=False)
-    sio.dump(model, out / f"{spec.name}.skops")
     card = {
         "name": spec.name,
         "title": spec.title,
@@ -245,6 +243,15 @@ def _build_one(spec: DemoSpec, out: Path) -> dict:
         "build_seconds": round(time.perf_counter() - t0, 2),
         "versions": _versions(),
     }
+    return model, frame, card
+
+
+def _build_one(spec: DemoSpec, out: Path) -> dict:
+    import skops.io as sio
+
+    model, frame, card = train_demo(spec)
+    frame.to_parquet(out / f"{spec.name}.parquet", index=False)
+    sio.dump(model, out / f"{spec.name}.skops")
     (out / f"{spec.name}.json").write_text(json.dumps(card, indent=2))
     return card
 

@@ -275,22 +275,28 @@ def _read_table(data: bytes, name: str) -> pd.DataFrame:
             f"{Path(name).name!r} is not a data file this tool reads: use CSV (.csv) or Parquet (.parquet)."
         )
     if is_parquet:
-        try:
-            import pyarrow.parquet as pq
+        import pyarrow.parquet as pq
 
-            table = pq.read_table(io.BytesIO(data))
+        try:
+            pfile = pq.ParquetFile(io.BytesIO(data))
+            names = list(pfile.schema_arrow.names)
         except Exception as exc:
             raise InvalidDataError(
                 f"Could not read the Parquet file ({type(exc).__name__}: {exc}). Check that it is "
                 "a complete Parquet file, or export the data as CSV."
             ) from None
-        names = list(table.column_names)
         dups = sorted({c for c in names if names.count(c) > 1})
         if dups:
             raise InvalidDataError(
                 f"The file has duplicate column names: {', '.join(map(str, dups))}. Rename them so each column is unique."
             )
-        return table.to_pandas()
+        try:
+            return pfile.read().to_pandas()
+        except Exception as exc:
+            raise InvalidDataError(
+                f"Could not read the Parquet file ({type(exc).__name__}: {exc}). Check that it is "
+                "a complete Parquet file, or export the data as CSV."
+            ) from None
     # CSV: decode ourselves so a wrong encoding is a clear message, not garbage
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         try:

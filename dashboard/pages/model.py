@@ -7,11 +7,11 @@ ctx = state.current()
 st.title(ctx.title)
 st.caption(ctx.card.get("description", ""))
 
-cols = st.columns(4)
-cols[0].metric("Model", ctx.card.get("model_type", ""))
-cols[1].metric("Task", ctx.task)
-cols[2].metric("Rows", f"{len(ctx.X):,}")
-cols[3].metric("Features", ctx.X.shape[1])
+st.markdown(f"**Model:** `{ctx.card.get('model_type', '')}`")
+cols = st.columns(3)
+cols[0].metric("Task", ctx.task)
+cols[1].metric("Rows", f"{len(ctx.X):,}")
+cols[2].metric("Features", ctx.X.shape[1])
 if ctx.classes is not None:
     st.markdown("**Classes:** " + ", ".join(f"`{c}`" for c in ctx.classes))
 metric = ctx.card.get("metric")
@@ -26,7 +26,7 @@ elif ctx.y is not None:
 else:
     st.caption("No target column was given, so no score is shown.")
 for notice in ctx.notices:
-    st.info(notice, icon="ℹ️")
+    st.info(notice, icon=":material/info:")
 
 st.subheader("Features")
 st.dataframe(state.feature_summary(ctx.data_key, ctx.X), hide_index=True, width="stretch")
@@ -41,10 +41,9 @@ with left:
                  on_change=state.on_pick_demo)
 with right:
     st.markdown("**Your own model**")
-    trusted = state.pickles_trusted()
-    kinds = ["skops", "joblib", "pkl", "pickle"] if trusted else ["skops"]
-    st.file_uploader("Fitted model (.skops" + (", .joblib, .pkl" if trusted else "") + ")",
-                     type=kinds, key=state.MODEL_FILE,
+    # pickles are accepted by the uploader so that refusing one can say why and what to do
+    st.file_uploader("Fitted model (.skops; .joblib / .pkl only where the operator allows them)",
+                     type=["skops", "joblib", "pkl", "pickle"], key=state.MODEL_FILE,
                      help="Save it with skops.io.dump(model, 'model.skops'). Pickle files run code "
                           "when loaded, so they are accepted only when the operator allows them.")
     st.file_uploader("Data (.csv or .parquet)", type=["csv", "parquet"], key=state.DATA_FILE)
@@ -57,5 +56,5 @@ with right:
                  help="Split off the true values, for scores and importance.")
     st.button("Load model and data", type="primary", on_click=state.on_load_upload)
     if st.session_state.get(state.LAST_ERROR):
-        st.error(st.session_state[state.LAST_ERROR], icon="🚫")
+        st.error(st.session_state[state.LAST_ERROR], icon=":material/error:")
         st.caption(f"Still showing: {ctx.title}")

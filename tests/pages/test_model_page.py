@@ -1,0 +1,157 @@
+"""The Model page through Streamlit's AppTest: demo models, uploads, bad uploads."""
+import pickle
+
+import numpy as np
+import pytest
+import skops.io as sio
+from sklearn.ensemble import RandomForestClassifier
+from streamlit.testing.v1 import AppTest
+
+from demo_models import build
+from dashboard import state
+
+from pathlib import Path
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+def _app():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _metrics(at):
+    return {m.label: m.value for m in at.metric}
+
+
+@pytest.fixture(scope="module")
+def uploaded_model():
+    """A user's own classifier, its CSV (with a target and an extra column)."""
+    rng = np.random.default_rng(0)
+    import pandas as pd
+
+    X = pd.DataFrame(rng.normal(size=(120, 3)), columns=["height", "weight", "age"])
+    y = np.where(X.height + X.weight > 0, "tall", "short")
+    model = RandomForestClassifier(20, max_depth=4, random_state=0).fit(X, y)
+    csv = X.assign(label=y, note="x").to_csv(index=False).encode()
+    return sio.dumps(model), csv
+
+
+def test_opens_with_a_demo_model(demo_cards):
+    at = _app()
+    card = demo_cards[state.DEFAULT_DEMO]
+    assert at.title[0].value == card["title"]
+    m = _metrics(at)
+    assert any("**Model:** `RandomForestRegressor`" in md.value for md in at.markdown)
+    assert m["Task"] == "regression"
+    assert m["Rows"] == f"{card['n_rows']:,}" and m["Features"] == str(len(card["features"]))
+    assert any("R² (held out)" in md.value for md in at.markdown)
+    table = at.dataframe[0].value
+    assert list(table.feature) == [f["name"] for f in card["features"]]
+    np.testing.assert_allclose(table["min"], [f["min"] for f in card["features"]])
+
+
+@pytest.mark.parametrize("name", build.DEMO_NAMES)
+def test_each_demo_model_from_the_sidebar(demo_cards, name):
+    at = _app()
+    at.sidebar.selectbox(key=state.ACTIVE).set_value(name).run()
+    assert not at.exception, at.exception
+    card = demo_cards[name]
+    assert at.title[0].value == card["title"]
+    assert _metrics(at)["Task"] == card["task"]
+    if card["classes"]:
+        assert at.sidebar.selectbox(key=state.CLASS_INDEX).options == card["classes"]
+        assert any(", ".join(f"`{c}`" for c in card["classes"]) in md.value for md in at.markdown)
+
+
+def test_demo_picker_on_the_page(demo_cards):
+    at = _app()
+    at.selectbox(key=state.DEMO_PICK).set_value("wine_gb").run()
+    assert not at.exception
+    assert at.title[0].value == demo_cards["wine_gb"]["title"]
+    assert at.sidebar.selectbox(key=state.ACTIVE).value == "wine_gb"
+
+
+def test_upload_model_and_csv(uploaded_model):
+    model_bytes, csv = uploaded_model
+    at = _app()
+    at.file_uploader(key=state.MODEL_FILE).set_value(("mine.skops", model_bytes, "application/octet-stream"))
+    at.file_uploader(key=state.DATA_FILE).set_value(("mine.csv", csv, "text/csv"))
+    at.run()
+    target = at.selectbox(key=state.TARGET_COL)
+    assert target.options == [state.NO_TARGET, "height", "weight", "age", "label", "note"]
+    target.set_value("label").run()
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Uploaded: mine.skops"
+    m = _metrics(at)
+    assert any("`RandomForestClassifier`" in md.value for md in at.markdown)
+    assert m["Task"] == "binary" and m["Rows"] == "120"
+    assert any("Dropped 1 column(s) the model does not use: note" in i.value for i in at.info)
+    assert any("accuracy on the uploaded data" in md.value for md in at.markdown)
+    assert at.sidebar.selectbox(key=state.ACTIVE).value == state.UPLOADED
+    # the upload stays available after switching to a demo and back
+    at.sidebar.selectbox(key=state.ACTIVE).set_value("wine_gb").run()
+    at.sidebar.selectbox(key=state.ACTIVE).set_value(state.UPLOADED).run()
+    assert at.title[0].value == "Uploaded: mine.skops" and not at.exception
+
+
+@pytest.mark.parametrize(
+    "model_file, data_file, message",
+    [
+        (("evil.skops", pickle.dumps({"a": 1}), "application/octet-stream"), None,
+         "not a readable .skops model"),
+        ("ok", ("bad.csv", b"height,weight\n1,2\n", "text/csv"), "lacks 1 column(s) the model needs: age"),
+        ("ok", ("bad.csv", b"height,weight,age\n1,2,tall\n", "text/csv"), "Column 'age' must be numeric"),
+        ("ok", ("empty.csv", b"", "text/csv"), "The data file is empty"),
+    ],
+)
+def test_bad_upload_keeps_the_model(uploaded_model, model_file, data_file, message):
+    model_bytes, csv = uploaded_model
+    at = _app()
+    if model_file == "ok":
+        model_file = ("mine.skops", model_bytes, "application/octet-stream")
+    at.file_uploader(key=state.MODEL_FILE).set_value(model_file)
+    at.file_uploader(key=state.DATA_FILE).set_value(data_file or ("mine.csv", csv, "text/csv"))
+    at.run()
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert any(message in e for e in errors), errors
+    assert at.title[0].value == build.DEMOS[0].title  # still the model chosen before
+    assert at.sidebar.selectbox(key=state.ACTIVE).value == state.DEFAULT_DEMO
+
+
+def test_load_without_files_says_what_to_do():
+    at = _app()
+    at.button[0].click().run()
+    assert any("Choose both a model file and a data file" in e.value for e in at.error)
+
+
+def test_pickle_refused_unless_operator_trusts(uploaded_model, monkeypatch, tmp_path):
+    from sklearn.linear_model import LinearRegression
+    import pandas as pd
+
+    X = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [0.0, 1, 0, 1]})
+    model = LinearRegression().fit(X, X.a * 2 + X.b)
+    blob = pickle.dumps(model)
+    csv = X.to_csv(index=False).encode()
+    at = _app()
+    at.file_uploader(key=state.MODEL_FILE).set_value(("m.pkl", blob, "application/octet-stream"))
+    at.file_uploader(key=state.DATA_FILE).set_value(("d.csv", csv, "text/csv"))
+    at.run()
+    at.button[0].click().run()
+    assert any("Pickle and joblib model files are refused" in e.value for e in at.error)
+    assert not any("allowed" in w.value for w in at.sidebar.warning)
+
+    monkeypatch.setenv(state.TRUST_ENV, "1")
+    at = _app()
+    assert any("Pickle/joblib uploads are **allowed**" in w.value for w in at.sidebar.warning)
+    at.file_uploader(key=state.MODEL_FILE).set_value(("m.pkl", blob, "application/octet-stream"))
+    at.file_uploader(key=state.DATA_FILE).set_value(("d.csv", csv, "text/csv"))
+    at.run()
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.title[0].value == "Uploaded: m.pkl"
