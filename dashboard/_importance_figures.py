@@ -121,7 +121,7 @@ def importance_bars_figure(
         barmode="group",
         title=title or ("Variable importance, compared" if n_meth > 1 else "Variable importance"),
         font=_FONT,
-        legend=dict(title="Method", orientation="h", yanchor="bottom", y=1.02, x=0),
+        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
         height=int(min(2400, max(320, 120 + n_feat * (14 + 12 * n_meth)))),
         margin=dict(l=10, r=20, t=90, b=50),
         bargap=0.25,

@@ -18,11 +18,11 @@ from dashboard import state  # noqa: E402
 st.set_page_config(page_title="Glassbox — explain your model", page_icon=":material/search_insights:", layout="wide")
 state.init_session()
 
-PAGES_DIR = Path(__file__).resolve().parent / "pages"
-# (file, title, icon, url path). The url paths differ from the file names on
-# purpose: Streamlit still runs a folder named pages/ the old (v1) way on a
-# session's first run, and a page hash that matches a file name there would run
-# the page without this entry script (no sidebar, no session defaults).
+PAGES_DIR = Path(__file__).resolve().parent / "views"
+# (file, title, icon, url path). The page files live in views/, not pages/:
+# Streamlit still treats a folder named pages/ beside the entry script as an
+# old-style (v1) multipage app on a server's first run, which runs a deep link
+# without this entry script or shows "Page not found".
 SECTIONS = {
     "Model": [("model.py", "Model", ":material/deployed_code:", "overview")],
     "Effects": [("pdp.py", "PDP / ICE / ALE", ":material/show_chart:", "effects")],

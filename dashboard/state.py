@@ -271,3 +271,170 @@ def _peek(data_key: str, _data: bytes, name: str) -> list[str]:
     from explainers.io import peek_columns
 
     return peek_columns(_data, filename=name)
+
+
+# ------------------------------------------------------------------ importance
+IMPORTANCE_METHODS = {
+    "mdi": "Mean decrease in impurity (MDI)",
+    "oob": "Out-of-bag permutation (MDA)",
+    "permutation": "Holdout permutation",
+    "shap": "Mean |SHAP|",
+}
+
+
+def split_rows(ctx: ModelContext) -> tuple[tuple, tuple]:
+    """((X_train, y_train), (X_holdout, y_holdout)) for this model's data.
+
+    Demo data stores the training rows first (the card says how many); for an
+    upload the file is taken as the training data for out-of-bag importance
+    (the check against the forest's own out-of-bag predictions tells when it is
+    not) and as held-out data for permutation importance.
+    """
+    n_train = ctx.card.get("n_train")
+    if n_train:
+        tr = (ctx.X.iloc[:n_train], None if ctx.y is None else ctx.y.iloc[:n_train])
+        ho = (ctx.X.iloc[n_train:], None if ctx.y is None else ctx.y.iloc[n_train:])
+        return tr, ho
+    both = (ctx.X, ctx.y)
+    return both, both
+
+
+class ResultCache:
+    """A small LRU cache shared by every session, for long computations that report progress.
+
+    st.cache_data cannot be used there: a progress bar created outside a cached
+    function and updated inside it breaks Streamlit's replay of cached elements.
+    Keys are built from the model and data fingerprints plus every setting; the
+    values are immutable result dataclasses, so sharing them is safe.
+    """
+
+    def __init__(self, max_entries: int = 64):
+        import threading
+        from collections import OrderedDict
+
+        self._data: "OrderedDict[tuple, object]" = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def get_or_compute(self, key: tuple, compute):
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                return self._data[key]
+        value = compute()  # outside the lock: other sessions keep working meanwhile
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+@st.cache_resource
+def result_cache() -> ResultCache:
+    return ResultCache()
+
+
+def importance(model_key: str, data_key: str, method: str, n_repeats: int, max_rows: int,
+               _ctx: ModelContext, _progress=None):
+    """One importance result, cached per model, data, method and settings."""
+    key = ("importance", model_key, data_key, method, n_repeats if method == "permutation" else 0,
+           max_rows if method in ("permutation", "shap") else 0)
+    return result_cache().get_or_compute(
+        key, lambda: _importance(model_key, data_key, method, n_repeats, max_rows, _ctx, _progress))
+
+
+def _importance(model_key, data_key, method, n_repeats, max_rows, _ctx, _progress):
+    from explainers import importance as imp
+
+    (X_tr, y_tr), (X_ho, y_ho) = split_rows(_ctx)
+    if method == "mdi":
+        return imp.mdi(_ctx.model)
+    if method == "oob":
+        if y_tr is None:
+            raise ExplainerError("Out-of-bag importance needs the target: pick the target column on the Model page.")
+        return imp.oob_permutation_importance(_ctx.model, X_tr, y_tr, progress=_progress)
+    if method == "permutation":
+        if y_ho is None:
+            raise ExplainerError("Permutation importance needs the target: pick the target column on the Model page.")
+        if len(X_ho) > max_rows:
+            take = np.random.default_rng(0).choice(len(X_ho), max_rows, replace=False)
+            take.sort()
+            X_ho, y_ho = X_ho.iloc[take], y_ho.iloc[take]
+        return imp.permutation_importance(_ctx.model, X_ho, y_ho, n_repeats=n_repeats,
+                                          random_state=0, progress=_progress)
+    if method == "shap":
+        res = shap_values(model_key, data_key, max_rows, _ctx, _progress)
+        return imp.shap_importance(res)
+    raise KeyError(method)
+
+
+def shap_values(model_key: str, data_key: str, n_rows: int, _ctx: ModelContext, _progress=None):
+    """SHAP values for a seeded sample of rows (the global views), method picked automatically."""
+    def compute():
+        from explainers.shap import explain
+
+        X = _ctx.X
+        if len(X) > n_rows:
+            take = np.sort(np.random.default_rng(0).choice(len(X), n_rows, replace=False))
+            X = X.iloc[take]
+        return explain(_ctx.model, X, background=background(model_key, data_key, _ctx), progress=_progress)
+
+    return result_cache().get_or_compute(("shap_sample", model_key, data_key, n_rows), compute)
+
+
+def background(model_key: str, data_key: str, ctx: ModelContext, n: int = 100) -> pd.DataFrame:
+    """A seeded sample of the data as the SHAP background (training rows where known)."""
+    (X_tr, _), _ = split_rows(ctx)
+    if len(X_tr) <= n:
+        return X_tr
+    take = np.sort(np.random.default_rng(0).choice(len(X_tr), n, replace=False))
+    return X_tr.iloc[take]
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def comparison(model_key: str, data_key: str, labels: tuple, _results: list, _X):
+    from explainers.importance import compare_importances
+
+    return compare_importances(_results, X=_X)
+
+
+def shap_is_fast(ctx: ModelContext) -> bool:
+    """Whether the automatic SHAP method for this model is a fast one (linear or tree)."""
+    try:
+        from explainers.shap import auto
+    except Exception:
+        return False
+    pick = getattr(auto, "choose_method", None)
+    if pick is None:
+        return False
+    try:
+        method = pick(ctx.model, ctx.X.shape[1])
+        method = method[0] if isinstance(method, tuple) else method
+    except Exception:
+        return False
+    return method in ("linear", "tree")
+
+
+def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows: int, bar) -> tuple[list, list]:
+    """Compute (cached) each method that applies; return (results, [(label, reason)] skipped)."""
+    results, skipped = [], []
+    for i, method in enumerate(methods):
+        label = IMPORTANCE_METHODS[method]
+
+        def progress(done, total, _i=i, _label=label):
+            frac = (_i + (done / total if total else 1.0)) / len(methods)
+            bar.progress(min(frac, 1.0), text=f"{_label}: {done} of {total}")
+
+        bar.progress(i / len(methods), text=f"{label}…")
+        try:
+            results.append(importance(ctx.model_key, ctx.data_key, method, n_repeats, max_rows, ctx, progress))
+        except ExplainerError as exc:
+            skipped.append((label, str(exc)))
+        except Exception as exc:  # never a traceback on the page
+            skipped.append((label, error_message(exc)))
+    return results, skipped

@@ -45,6 +45,13 @@ DEFAULT_MAX_CELLS = 2**23
 Progress = Callable[[int, int], None]
 
 
+_LABELS = {"mdi": "MDI", "oob_permutation": "OOB permutation", "permutation": "Holdout permutation",
+           "shap": "Mean |SHAP|"}
+_SCORING_LABELS = {"r2": "R²", "neg_mean_squared_error": "MSE", "neg_mean_absolute_error": "MAE",
+                   "neg_root_mean_squared_error": "RMSE", "accuracy": "accuracy",
+                   "balanced_accuracy": "balanced accuracy", "roc_auc": "ROC AUC", "neg_log_loss": "log loss"}
+
+
 # ----------------------------------------------------------------------------- results
 @dataclass(frozen=True, eq=False)
 class ImportanceResult:
@@ -83,9 +90,10 @@ class ImportanceResult:
 
     @property
     def label(self) -> str:
-        """Short name for tables and legends, e.g. ``permutation (r2)``."""
+        """Short readable name for tables and legends, e.g. ``Holdout permutation (R²)``."""
+        name = _LABELS.get(self.method, self.method)
         scoring = self.params.get("scoring_name")
-        return f"{self.method} ({scoring})" if scoring else self.method
+        return f"{name} ({_SCORING_LABELS.get(scoring, scoring)})" if scoring else name
 
     def to_frame(self) -> pd.DataFrame:
         """Return a DataFrame indexed by feature with ``importance`` and ``std``."""

@@ -461,17 +461,17 @@ def test_compare_importances_tables_and_agreement(id_column_case):
     X, (m, perm, oob) = id_column_case
     comp = compare_importances([m, perm, oob, perm])
     assert isinstance(comp, ImportanceComparison)
-    assert comp.methods == ["mdi", "permutation (accuracy)", "oob_permutation (accuracy)",
-                            "permutation (accuracy) #2"]
+    assert comp.methods == ["MDI", "Holdout permutation (accuracy)", "OOB permutation (accuracy)",
+                            "Holdout permutation (accuracy) #2"]
     np.testing.assert_allclose(comp.shares.sum(axis=0), 1.0)
     assert (comp.shares.to_numpy() >= 0).all()
     np.testing.assert_allclose(np.diag(comp.spearman), 1.0)
-    assert comp.spearman.loc["permutation (accuracy)", "permutation (accuracy) #2"] == pytest.approx(1.0)
+    assert comp.spearman.loc["Holdout permutation (accuracy)", "Holdout permutation (accuracy) #2"] == pytest.approx(1.0)
     np.testing.assert_allclose(comp.spearman.to_numpy(), comp.spearman.to_numpy().T)
     from scipy.stats import kendalltau
     tau = kendalltau(m.importances, oob.importances).statistic
-    assert comp.kendall.loc["mdi", "oob_permutation (accuracy)"] == pytest.approx(tau)
-    assert comp.ranks.loc["x1", "mdi"] == 1 or comp.ranks.loc["x1", "permutation (accuracy)"] == 1
+    assert comp.kendall.loc["MDI", "OOB permutation (accuracy)"] == pytest.approx(tau)
+    assert comp.ranks.loc["x1", "MDI"] == 1 or comp.ranks.loc["x1", "Holdout permutation (accuracy)"] == 1
     assert list(comp.table["mean_share"]) == sorted(comp.table["mean_share"], reverse=True)
 
 

@@ -32,7 +32,7 @@ def comp():
 
 def test_bars_one_trace_per_method_with_shares_and_error_bars(comp):
     fig = importance_bars_figure(comp)
-    assert [t.name for t in fig.data] == comp.methods == ["mdi", "permutation (r2)", "shap"]
+    assert [t.name for t in fig.data] == comp.methods == ["MDI", "Holdout permutation (R²)", "Mean |SHAP|"]
     order = list(comp.shares.mean(axis=1).sort_values(ascending=False).index)
     for t in fig.data:
         assert t.type == "bar" and t.orientation == "h"
@@ -48,7 +48,7 @@ def test_bars_one_trace_per_method_with_shares_and_error_bars(comp):
 
 
 def test_bars_sort_by_method_top_k_and_raw_units(comp):
-    fig = importance_bars_figure(comp, sort_by="permutation (r2)", top_k=2, normalised=False)
+    fig = importance_bars_figure(comp, sort_by="Holdout permutation (R²)", top_k=2, normalised=False)
     assert list(fig.data[0].y) == ["b", "c"]
     np.testing.assert_allclose(fig.data[0].x, [0.3, 0.15])  # mdi in its own units
     np.testing.assert_allclose(fig.data[1].error_x.array, [0.02, 0.02])

@@ -1,0 +1,103 @@
+"""The importance page through AppTest: figures carry the oracle's numbers."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.inspection import permutation_importance as sk_permutation_importance
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from demo_models import build
+from explainers import load_data, load_model
+from tests.plotly_json import array, figures
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+def _page(demo):
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    if demo != state.DEFAULT_DEMO:
+        at.sidebar.selectbox(key=state.ACTIVE).set_value(demo).run()
+    at.switch_page("views/importance.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+_figures = figures
+
+
+def _demo(name, card):
+    p = build.paths(name)
+    model = load_model(p["skops"])
+    ds = load_data(p["parquet"], model=model, target=card["target"])
+    return model, ds
+
+
+def test_forest_shows_three_methods_with_oracle_values(demo_cards):
+    name = "diabetes_forest"
+    at = _page(name)
+    bars = _figures(at)[0]
+    names = [t["name"] for t in bars["data"]]
+    assert names == ["MDI", "OOB permutation (MSE)", "Holdout permutation (R²)"]
+    model, ds = _demo(name, demo_cards[name])
+    n = demo_cards[name]["n_train"]
+    # MDI shares are scikit-learn's feature_importances_
+    mdi = dict(zip(array(bars["data"][0]["y"]), array(bars["data"][0]["x"])))
+    want = dict(zip(ds.X.columns, model.feature_importances_ / model.feature_importances_.sum()))
+    for f in want:
+        assert mdi[f] == pytest.approx(want[f], rel=1e-9, abs=1e-12)
+    # holdout permutation shares come from scikit-learn's permutation_importance on the held-out rows
+    sk = sk_permutation_importance(model, ds.X.iloc[n:], ds.y.iloc[n:], n_repeats=5, random_state=0)
+    clipped = np.clip(sk.importances_mean, 0, None)
+    want = dict(zip(ds.X.columns, clipped / clipped.sum()))
+    got = dict(zip(array(bars["data"][2]["y"]), array(bars["data"][2]["x"])))
+    for f in want:
+        assert got[f] == pytest.approx(want[f], rel=1e-9, abs=1e-12)
+    heat = _figures(at)[1]
+    assert heat["data"][0]["type"] == "heatmap"
+    np.testing.assert_allclose(np.diag(array(heat["data"][0]["z"]).astype(float)), 1.0)
+    # sorting by a method reorders the bars by that method
+    at.selectbox(key="imp_sort").set_value("Holdout permutation (R²)").run()
+    bars = _figures(at)[0]
+    x = array(bars["data"][2]["x"]).astype(float)
+    assert list(x) == sorted(x, reverse=True)
+    assert any(b.label == "Download the table (CSV)" for b in at.get("download_button"))
+
+
+def test_linear_model_says_why_methods_are_missing():
+    at = _page("diabetes_linear")
+    captions = " ".join(c.value for c in at.caption)
+    assert "MDI" in captions and "not shown" in captions
+    assert "OOB permutation" in captions or "Out-of-bag" in captions
+    names = [t["name"] for t in _figures(at)[0]["data"]]
+    assert "Holdout permutation (R²)" in names
+
+
+def test_classifier_and_toggles():
+    at = _page("wine_gb")
+    names = [t["name"] for t in _figures(at)[0]["data"]]
+    assert names[0] == "MDI" and "Holdout permutation (accuracy)" in names
+    at.radio(key="imp_agree").set_value("kendall").run()
+    assert not at.exception
+    assert "Kendall" in json.dumps(_figures(at)[1]["layout"]["title"])
+
+
+def test_upload_without_target_offers_what_it_can():
+    rng = np.random.default_rng(0)
+    from sklearn.ensemble import RandomForestRegressor
+    import skops.io as sio
+
+    X = pd.DataFrame(rng.normal(size=(80, 3)), columns=["a", "b", "c"])
+    model = RandomForestRegressor(10, random_state=0).fit(X, X.a * 2 + X.b)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.file_uploader(key=state.MODEL_FILE).set_value(("m.skops", sio.dumps(model), "application/octet-stream"))
+    at.file_uploader(key=state.DATA_FILE).set_value(("d.csv", X.to_csv(index=False).encode(), "text/csv"))
+    at.run()
+    at.button[0].click().run()
+    at.switch_page("views/importance.py").run()
+    assert not at.exception
+    captions = " ".join(c.value for c in at.caption)
+    assert "needs the target" in captions
+    assert [t["name"] for t in _figures(at)[0]["data"]] == ["MDI"]
