@@ -368,23 +368,9 @@ def _importance(model_key, data_key, method, n_repeats, max_rows, _ctx, _progres
         return imp.permutation_importance(_ctx.model, X_ho, y_ho, n_repeats=n_repeats,
                                           random_state=0, progress=_progress)
     if method == "shap":
-        res = shap_values(model_key, data_key, max_rows, _ctx, _progress)
+        res = explain_sample(_ctx, max_rows, "auto", _progress)
         return imp.shap_importance(res)
     raise KeyError(method)
-
-
-def shap_values(model_key: str, data_key: str, n_rows: int, _ctx: ModelContext, _progress=None):
-    """SHAP values for a seeded sample of rows (the global views), method picked automatically."""
-    def compute():
-        from explainers.shap import explain
-
-        X = _ctx.X
-        if len(X) > n_rows:
-            take = np.sort(np.random.default_rng(0).choice(len(X), n_rows, replace=False))
-            X = X.iloc[take]
-        return explain(_ctx.model, X, background=background(model_key, data_key, _ctx), progress=_progress)
-
-    return result_cache().get_or_compute(("shap_sample", model_key, data_key, n_rows), compute)
 
 
 def background(model_key: str, data_key: str, ctx: ModelContext, n: int = 100) -> pd.DataFrame:
@@ -409,12 +395,8 @@ def shap_is_fast(ctx: ModelContext) -> bool:
         from explainers.shap import auto
     except Exception:
         return False
-    pick = getattr(auto, "choose_method", None)
-    if pick is None:
-        return False
     try:
-        method = pick(ctx.model, ctx.X.shape[1])
-        method = method[0] if isinstance(method, tuple) else method
+        method, _ = auto.choose_method(ctx.model, ctx.X.shape[1], 100)
     except Exception:
         return False
     return method in ("linear", "tree")
@@ -438,3 +420,75 @@ def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows:
         except Exception as exc:  # never a traceback on the page
             skipped.append((label, error_message(exc)))
     return results, skipped
+
+
+# ------------------------------------------------------------------------ SHAP
+SHAP_METHODS = ("auto", "linear", "exact", "kernel", "tree")
+
+
+def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ...]):
+    """SHAP values of one row with the given features masked, cached per setting."""
+    def compute():
+        from explainers.shap import explain
+
+        return explain(ctx.model, ctx.X.iloc[[row]], background=background(ctx.model_key, ctx.data_key, ctx),
+                       method=method, missing=list(missing) or None)
+
+    return result_cache().get_or_compute(("shap_row", ctx.model_key, ctx.data_key, row, method, missing), compute)
+
+
+def explain_sample(ctx: ModelContext, n_rows: int, method: str, progress=None):
+    """SHAP values of a seeded sample of rows, for the global views."""
+    def compute():
+        from explainers.shap import explain
+
+        X = sample_rows(ctx, n_rows)
+        return explain(ctx.model, X, background=background(ctx.model_key, ctx.data_key, ctx),
+                       method=method, progress=progress)
+
+    return result_cache().get_or_compute(("shap_sample", ctx.model_key, ctx.data_key, n_rows, method), compute)
+
+
+def sample_rows(ctx: ModelContext, n_rows: int) -> pd.DataFrame:
+    if len(ctx.X) <= n_rows:
+        return ctx.X
+    take = np.sort(np.random.default_rng(0).choice(len(ctx.X), n_rows, replace=False))
+    return ctx.X.iloc[take]
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContext) -> pd.DataFrame:
+    """Per row: the prediction (of the chosen class) and, with a target, the error."""
+    pred = _ctx.adapter.predict(_ctx.X)
+    if pred.ndim == 2:
+        pred = pred[:, class_index]
+    table = pd.DataFrame({"row": np.arange(len(_ctx.X)), "prediction": pred})
+    if _ctx.y is not None:
+        if _ctx.task == "regression":
+            table["error"] = np.abs(pred - _ctx.y.to_numpy(dtype=float))
+        else:
+            # error = 1 - probability given to the true class
+            position = {str(c): i for i, c in enumerate(_ctx.adapter.classes)}
+            idx = np.array([position.get(str(t), -1) for t in _ctx.y])
+            proba = _ctx.adapter.predict(_ctx.X)
+            table["error"] = np.where(idx >= 0, 1.0 - proba[np.arange(len(idx)), np.maximum(idx, 0)], np.nan)
+        table["target"] = _ctx.y.to_numpy()
+    return table
+
+
+def shap_class(res, ctx: ModelContext) -> int | None:
+    """The sidebar's class as an output index of a SHAP result (None for one output)."""
+    if res.values.ndim == 2:
+        return None
+    k = res.values.shape[2]
+    ci = int(st.session_state.get(CLASS_INDEX, 0))
+    return ci if ci < k else k - 1
+
+
+def additivity_line(res, row: int, class_index: int | None) -> str:
+    """'base + contributions = prediction' with the numbers of this row."""
+    vals = res.values[row] if class_index is None else res.values[row, :, class_index]
+    base = res.base_values[row] if class_index is None else res.base_values[row, class_index]
+    pred = res.predictions[row] if class_index is None else res.predictions[row, class_index]
+    total = float(np.sum(vals))
+    return f"base {base:.6g} + contributions {total:+.6g} = prediction {float(base) + total:.6g} (model: {float(pred):.6g})"

@@ -1,0 +1,73 @@
+"""SHAP page: why one row gets its prediction, and which features drive many rows."""
+import streamlit as st
+
+from dashboard import figures, state
+
+ctx = state.current()
+st.title("Why this prediction?")
+
+table = state.row_table(ctx.model_key, ctx.data_key, int(st.session_state.get(state.CLASS_INDEX, 0)), ctx)
+c1, c2, c3 = st.columns([2, 2, 1])
+pick_by = c1.radio("Pick a row by", ["index", "highest prediction", "lowest prediction"]
+                   + (["largest error"] if "error" in table else []), horizontal=True, key="shap_pick")
+if pick_by == "index":
+    row = int(c2.number_input(f"Row (0 – {len(ctx.X) - 1})", 0, len(ctx.X) - 1, 0, key="shap_row"))
+else:
+    col, asc = {"highest prediction": ("prediction", False), "lowest prediction": ("prediction", True),
+                "largest error": ("error", False)}[pick_by]
+    top = table.sort_values(col, ascending=asc, kind="stable").head(50)
+    row = int(c2.selectbox("Row", top.row.tolist(), key="shap_row_sorted",
+                           format_func=lambda r: f"row {r}: prediction {table.prediction[r]:.4g}"
+                           + (f", error {table.error[r]:.3g}" if "error" in table else "")))
+method = c3.selectbox("Method", state.SHAP_METHODS, key="shap_method")
+masked = st.multiselect("Treat as missing", list(ctx.X.columns), key="shap_mask",
+                        help="A missing feature leaves the game: it gets exactly 0 and the prediction "
+                             "is averaged over the background for it.")
+view = st.radio("View", ["waterfall", "force"], horizontal=True, key="shap_view")
+
+try:
+    res = state.explain_row(ctx, row, method, tuple(masked))
+    full = state.explain_row(ctx, row, method, ()) if masked else res
+except Exception as exc:
+    state.show_error(exc)
+    st.stop()
+ci = state.shap_class(res, ctx)
+draw = figures.waterfall_figure if view == "waterfall" else figures.force_figure
+st.plotly_chart(draw(res, 0, class_index=ci, max_display=12), key="shap_local")
+st.markdown(f"**{state.additivity_line(res, 0, ci)}**")
+if masked:
+    pick = (lambda a: a[0]) if ci is None else (lambda a: a[0, ci])
+    st.markdown(f"Full prediction f(x) = {pick(full.predictions):.6g} · with {', '.join(masked)} missing: "
+                f"f_S(x_S) = {pick(res.predictions):.6g}")
+st.caption(f"Method: {res.method} ({res.params.get('reason', '')}); output: {res.output}.")
+st.download_button("Download this row's attributions (CSV)", res.to_csv().encode(),
+                   file_name=f"shap_{ctx.name}_row{row}.csv", mime="text/csv")
+
+st.divider()
+st.subheader("Across many rows")
+g1, g2 = st.columns(2)
+n_rows = int(g1.number_input("Rows in the sample", 10, 5_000, 200 if state.shap_is_fast(ctx) else 30,
+                             step=10, key="shap_n"))
+show = g2.toggle("Show the global view", value=state.shap_is_fast(ctx), key="shap_global",
+                 help="Off by default where SHAP is slow (exact and kernel methods).")
+if show:
+    bar = st.progress(0.0, text="Explaining the sample…")
+    try:
+        glob = state.explain_sample(ctx, n_rows, method,
+                                    lambda d, t: bar.progress(min(d / max(t, 1), 1.0), text=f"{d} of {t} rows"))
+    except Exception as exc:
+        bar.empty()
+        state.show_error(exc)
+        st.stop()
+    bar.empty()
+    gci = state.shap_class(glob, ctx)
+    left, right = st.columns(2)
+    left.plotly_chart(figures.beeswarm_figure(glob, class_index=gci), key="shap_beeswarm")
+    right.plotly_chart(figures.mean_abs_figure(glob, class_index=gci), key="shap_meanabs")
+    d1, d2 = st.columns(2)
+    feat = d1.selectbox("Dependence of", list(ctx.X.columns), key="shap_dep")
+    colour = d2.selectbox("Coloured by", ["(none)"] + list(ctx.X.columns), key="shap_dep_col")
+    st.plotly_chart(figures.dependence_figure(glob, feat, None if colour == "(none)" else colour,
+                                              class_index=gci), key="shap_dependence")
+    st.download_button("Download the sample's attributions (CSV)", glob.to_csv().encode(),
+                       file_name=f"shap_{ctx.name}_sample.csv", mime="text/csv")

@@ -1,0 +1,116 @@
+"""The SHAP page through AppTest: waterfall, force, masks at 0, global views."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from demo_models import build
+from explainers import load_data, load_model
+from explainers.shap import explain
+from tests.plotly_json import array, figures
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+def _page(demo=state.DEFAULT_DEMO):
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    if demo != state.DEFAULT_DEMO:
+        at.sidebar.selectbox(key=state.ACTIVE).set_value(demo).run()
+    at.switch_page("views/shap.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _oracle(name, card, rows, method="auto", missing=None):
+    p = build.paths(name)
+    model = load_model(p["skops"])
+    ds = load_data(p["parquet"], model=model, target=card["target"])
+    bg = ds.X.iloc[: card["n_train"]]
+    take = np.sort(np.random.default_rng(0).choice(len(bg), 100, replace=False)) if len(bg) > 100 else None
+    bg = bg if take is None else bg.iloc[take]
+    return explain(model, ds.X.iloc[rows], background=bg, method=method, missing=missing), ds
+
+
+def test_waterfall_carries_the_attributions(demo_cards):
+    at = _page()
+    fig = figures(at)[0]
+    bar = fig["data"][0]
+    res, ds = _oracle(state.DEFAULT_DEMO, demo_cards[state.DEFAULT_DEMO], [0])
+    idx = array(bar["customdata"]).astype(int)
+    x = array(bar["x"]).astype(float)
+    phi = res.values[0]
+    for j, v in zip(idx, x):
+        if j >= 0:
+            assert v == pytest.approx(phi[j], rel=1e-9, abs=1e-9)
+    # the bars run from the base value to the prediction
+    assert float(array(bar["base"])[0]) + x.sum() == pytest.approx(res.predictions[0], rel=1e-9)
+    line = [m.value for m in at.markdown if "base " in m.value][0]
+    assert f"{res.predictions[0]:.6g}" in line
+
+    # the force view shows the same contributions
+    at.radio(key="shap_view").set_value("force").run()
+    assert not at.exception
+    force = figures(at)[0]
+    assert force["layout"]["title"] != fig["layout"]["title"]
+
+
+def test_masked_feature_is_zero_and_masked_prediction_shown(demo_cards):
+    at = _page()
+    at.multiselect(key="shap_mask").set_value(["bmi"]).run()
+    assert not at.exception
+    bar = figures(at)[0]["data"][0]
+    labels = list(figures(at)[0]["layout"]["yaxis"]["ticktext"])
+    j = labels.index("bmi = NA (missing)")
+    assert float(array(bar["x"])[j]) == 0.0
+    res, _ = _oracle(state.DEFAULT_DEMO, demo_cards[state.DEFAULT_DEMO], [0], missing=["bmi"])
+    assert res.values[0, 2] == 0.0
+    text = " ".join(m.value for m in at.markdown)
+    assert f"f_S(x_S) = {res.predictions[0]:.6g}" in text
+    assert "with bmi missing" in text
+
+
+def test_global_view_on_a_linear_classifier(demo_cards):
+    name = "breast_cancer_logistic"
+    at = _page(name)
+    figs = figures(at)
+    assert len(figs) == 4  # waterfall, beeswarm, mean |SHAP|, dependence
+    n = 200
+    X = state.sample_rows(_ctx(name), n)
+    res, _ = _oracle(name, demo_cards[name], X.index.to_numpy())
+    mean_abs = dict(zip(array(figs[2]["data"][0]["y"]), array(figs[2]["data"][0]["x"]).astype(float)))
+    want = np.abs(res.values).mean(axis=0)
+    for j, f in enumerate(res.feature_names):
+        if f in mean_abs:
+            assert mean_abs[f] == pytest.approx(want[j], rel=1e-9)
+
+
+def _ctx(name):
+    """The same context the page builds (outside Streamlit)."""
+    class Ctx:
+        pass
+    p = build.paths(name)
+    import json
+    card = json.loads(p["json"].read_text())
+    model = load_model(p["skops"])
+    ds = load_data(p["parquet"], model=model, target=card["target"])
+    c = Ctx()
+    c.X = ds.X
+    return c
+
+
+def test_wrong_method_is_a_sentence():
+    at = _page()
+    at.selectbox(key="shap_method").set_value("linear").run()
+    assert not at.exception
+    assert at.error and "linear" in at.error[0].value.lower()
+
+
+def test_pick_row_by_error_and_classifier_class():
+    at = _page("wine_gb")
+    at.radio(key="shap_pick").set_value("largest error").run()
+    assert not at.exception
+    at.sidebar.selectbox(key=state.CLASS_INDEX).set_value(2).run()
+    assert not at.exception
+    assert "class_2" in figures(at)[0]["layout"]["title"]["text"]
