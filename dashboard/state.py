@@ -315,12 +315,16 @@ class ResultCache:
         self._data: "OrderedDict[tuple, object]" = OrderedDict()
         self._lock = threading.Lock()
         self.max_entries = max_entries
+        self.hits = 0
+        self.misses = 0
 
     def get_or_compute(self, key: tuple, compute):
         with self._lock:
             if key in self._data:
                 self._data.move_to_end(key)
+                self.hits += 1
                 return self._data[key]
+            self.misses += 1
         value = compute()  # outside the lock: other sessions keep working meanwhile
         with self._lock:
             self._data[key] = value
@@ -334,9 +338,12 @@ class ResultCache:
             self._data.clear()
 
 
-@st.cache_resource
+_RESULTS = ResultCache()
+
+
 def result_cache() -> ResultCache:
-    return ResultCache()
+    """The process-wide cache of long results (one per server, shared by sessions)."""
+    return _RESULTS
 
 
 def importance(model_key: str, data_key: str, method: str, n_repeats: int, max_rows: int,
@@ -492,3 +499,38 @@ def additivity_line(res, row: int, class_index: int | None) -> str:
     pred = res.predictions[row] if class_index is None else res.predictions[row, class_index]
     total = float(np.sum(vals))
     return f"base {base:.6g} + contributions {total:+.6g} = prediction {float(base) + total:.6g} (model: {float(pred):.6g})"
+
+
+# ------------------------------------------------------------------------- PDP
+PDP_MAX_ROWS = 2_000  # rows behind a PDP/ICE on the page; a seeded sample above that
+
+
+def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, percentiles: tuple[float, float]):
+    """Partial dependence (and ICE for one feature), cached per model, data and settings."""
+    def compute():
+        from explainers.pdp import partial_dependence
+
+        n = len(ctx.X)
+        return partial_dependence(
+            ctx.model, ctx.X, list(features), grid_resolution=grid_resolution, percentiles=percentiles,
+            kind="both" if len(features) == 1 else "average",
+            sample=PDP_MAX_ROWS if n > PDP_MAX_ROWS else None, random_state=0,
+        )
+
+    key = ("pdp", ctx.model_key, ctx.data_key, features, grid_resolution, percentiles)
+    return result_cache().get_or_compute(key, compute)
+
+
+def ale(ctx: ModelContext, feature: str, n_bins: int):
+    """First-order ALE of one numeric feature, cached."""
+    def compute():
+        from explainers.ale import ale as ale_fn
+
+        return ale_fn(ctx.model, ctx.X, feature, n_bins=n_bins)
+
+    return result_cache().get_or_compute(("ale", ctx.model_key, ctx.data_key, feature, n_bins), compute)
+
+
+def pdp_class(ctx: ModelContext) -> int | None:
+    """The sidebar's class for PDP/ALE figures (None for regression)."""
+    return None if ctx.classes is None else int(st.session_state.get(CLASS_INDEX, 0))

@@ -1,0 +1,61 @@
+"""PDP / ICE / ALE page: how the prediction moves with one or two features."""
+import streamlit as st
+
+from dashboard import figures, state
+
+ctx = state.current()
+st.title("How does the prediction move with a feature?")
+cols = list(ctx.X.columns)
+numeric = [c for c in cols if ctx.X[c].dtype.kind in "biuf"]
+
+c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
+f1 = c1.selectbox("Feature", cols, key="pdp_f1")
+f2 = c2.selectbox("Second feature (2D)", ["(none)"] + [c for c in cols if c != f1], key="pdp_f2")
+two_d = f2 != "(none)"
+grid = c3.number_input("Grid points", 2, 200, 20 if two_d else 40, key="pdp_grid2" if two_d else "pdp_grid")
+lo, hi = c4.slider("Percentile range", 0, 100, (5, 95), key="pdp_pct")
+features = (f1, f2) if two_d else (f1,)
+ci = state.pdp_class(ctx)
+
+try:
+    with st.spinner("Computing partial dependence…"):
+        res = state.pdp(ctx, features, int(grid), (lo / 100, hi / 100))
+except Exception as exc:
+    state.show_error(exc)
+    st.stop()
+
+if two_d:
+    o1, o2, o3 = st.columns(3)
+    style = o1.radio("Style", ["heatmap", "contour"], horizontal=True, key="pdp_style")
+    empty = o2.radio("Cells with no data", ["shade", "hide", "show"], horizontal=True, key="pdp_empty",
+                     help="The PDP averages over every row at every cell, including cells where no "
+                          "real row lies: with correlated features those values are extrapolation.")
+    points = o3.toggle("Overlay the data", value=False, key="pdp_points")
+    fig = figures.pdp2d_figure(res, style=style, empty_cells=empty, class_index=ci,
+                               points=state.sample_rows(ctx, 1_000)[list(features)] if points else None)
+    st.plotly_chart(fig, key="pdp_2d")
+    st.caption(f"{int((res.counts == 0).sum())} of {res.counts.size} cells have no data rows behind them.")
+else:
+    o1, o2, o3, o4 = st.columns(4)
+    show_ice = o1.toggle("ICE curves", value=True, key="pdp_ice")
+    centered = o2.toggle("Centered ICE", value=False, key="pdp_centered")
+    n_ice = o3.number_input("ICE lines", 1, 1_000, 100, key="pdp_nice")
+    colour = o4.selectbox("Colour ICE by", ["(none)"] + [c for c in cols if c != f1], key="pdp_colour")
+    color_by = None if colour == "(none)" else (ctx.X[colour].to_numpy()[res.row_indices], colour)
+    fig = figures.pdp_figure(res, centered=centered, show_ice=show_ice, max_ice_lines=int(n_ice),
+                             color_by=color_by, class_index=ci)
+    if f1 in numeric:
+        left, right = st.columns(2)
+        left.plotly_chart(fig, key="pdp_1d")
+        try:
+            right.plotly_chart(figures.ale_figure(state.ale(ctx, f1, 20), class_index=ci), key="pdp_ale")
+        except Exception as exc:
+            with right:
+                state.show_error(exc)
+        st.caption("ALE (right) accumulates local changes within the data's own bins, so unlike the "
+                   "PDP it never evaluates the model on rows that cannot occur when features are correlated.")
+    else:
+        st.plotly_chart(fig, key="pdp_1d")
+st.caption(f"Method: {res.method}; {len(res.row_indices):,} rows behind each point.")
+st.download_button("Download the values (CSV)", figures.pdp_to_csv(res, include_ice=not two_d).encode(),
+                   file_name=f"pdp_{ctx.name}_{'_'.join(features)}.csv", mime="text/csv")

@@ -1,0 +1,21 @@
+"""The PDP page in a real browser: 1D with ICE and ALE, then the 2D figure."""
+from playwright.sync_api import expect
+
+from .conftest import settle, wait_idle
+
+
+def test_pdp_1d_then_2d(page, app_url):
+    page.goto(f"{app_url}/effects")
+    wait_idle(page)
+    expect(page.get_by_role("heading", name="How does the prediction move with a feature?")).to_be_visible()
+    charts = page.get_by_test_id("stPlotlyChart")
+    expect(charts).to_have_count(2, timeout=60_000)  # PDP with ICE, ALE beside it
+    expect(charts.nth(0).locator(".js-plotly-plot")).to_be_visible(timeout=30_000)
+    page.get_by_role("combobox", name="Second feature (2D)").click()
+    page.get_by_role("option", name="bmi", exact=True).click()
+    settle(page)
+    expect(charts).to_have_count(1, timeout=60_000)
+    expect(charts.nth(0).locator(".js-plotly-plot .heatmaplayer, .js-plotly-plot .hm")).not_to_have_count(0,
+                                                                                                       timeout=30_000)
+    expect(page.get_by_text("cells have no data rows behind them")).to_be_visible()
+    expect(page.get_by_test_id("stException")).to_have_count(0)

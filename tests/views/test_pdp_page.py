@@ -1,0 +1,105 @@
+"""The PDP / ICE / ALE page through AppTest: figures carry scikit-learn's numbers."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.inspection import partial_dependence as sk_partial_dependence
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from demo_models import build
+from explainers import load_data, load_model
+from tests.plotly_json import array, figures
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+def _page(demo=state.DEFAULT_DEMO):
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    if demo != state.DEFAULT_DEMO:
+        at.sidebar.selectbox(key=state.ACTIVE).set_value(demo).run()
+    at.switch_page("views/pdp.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _model(name, card):
+    p = build.paths(name)
+    model = load_model(p["skops"])
+    return model, load_data(p["parquet"], model=model, target=card["target"]).X
+
+
+def _pd_trace(fig):
+    """The partial-dependence line: the trace that is not ICE and not the rug."""
+    for t in fig["data"]:
+        if t.get("legendgroup") != "ice" and "rug" not in str(t.get("name", "")).lower() and t.get("mode") != "markers":
+            return t
+    raise AssertionError([t.get("name") for t in fig["data"]])
+
+
+def test_1d_pdp_equals_scikit_learn_and_ale_beside_it(demo_cards):
+    name = state.DEFAULT_DEMO
+    at = _page()
+    figs = figures(at)
+    assert len(figs) == 2  # PDP + ALE
+    model, X = _model(name, demo_cards[name])
+    line = _pd_trace(figs[0])
+    grid = array(line["x"]).astype(float)
+    sk = sk_partial_dependence(model, X, ["age"], custom_values={"age": grid}, method="brute", kind="average")
+    np.testing.assert_allclose(array(line["y"]).astype(float), sk["average"][0], rtol=1e-10, atol=1e-10)
+    # ICE lines are there, and toggle off
+    assert any(t.get("legendgroup") == "ice" for t in figs[0]["data"])
+    at.toggle(key="pdp_ice").set_value(False).run()
+    assert not any(t.get("legendgroup") == "ice" and t.get("visible", True) is True and
+                   t.get("mode", "lines") == "lines" for t in figures(at)[0]["data"][1:])
+    # centered ICE starts at 0
+    at.toggle(key="pdp_ice").set_value(True).run()
+    at.toggle(key="pdp_centered").set_value(True).run()
+    assert not at.exception
+    ice = [t for t in figures(at)[0]["data"] if t.get("legendgroup") == "ice"]
+    first = [array(t["y"]).astype(float)[0] for t in ice if len(array(t["y"]))]
+    np.testing.assert_allclose(first, 0.0, atol=1e-12)
+
+
+def test_2d_marks_the_empty_corner_on_correlated_housing(demo_cards):
+    at = _page("housing_gb")
+    at.selectbox(key="pdp_f1").set_value("latitude").run()
+    at.selectbox(key="pdp_f2").set_value("longitude").run()
+    assert not at.exception
+    fig = figures(at)[0]
+    z = array(fig["data"][0]["z"]).astype(float)
+    caption = [c.value for c in at.caption if "cells have no data" in c.value][0]
+    n_empty = int(caption.split()[0])
+    assert n_empty > 0.2 * z.size  # the coast leaves much of the box empty
+    at.radio(key="pdp_empty").set_value("hide").run()
+    z_hidden = array(figures(at)[0]["data"][0]["z"]).astype(float)
+    assert int(np.isnan(z_hidden).sum()) == n_empty
+    # lat high & lon high (north-east, inland) is the empty corner
+    assert np.isnan(z_hidden[-1, -1])
+    at.toggle(key="pdp_points").set_value(True).run()
+    assert not at.exception and len(figures(at)[0]["data"]) >= 2
+
+
+def test_classifier_class_switch_and_categorical(demo_cards):
+    at = _page("wine_gb")
+    before = _pd_trace(figures(at)[0])
+    at.sidebar.selectbox(key=state.CLASS_INDEX).set_value(2).run()
+    assert not at.exception
+    after = _pd_trace(figures(at)[0])
+    assert not np.allclose(array(before["y"]).astype(float), array(after["y"]).astype(float))
+    # diabetes 'sex' has two values: shown as a categorical feature (bars)
+    at = _page()
+    at.selectbox(key="pdp_f1").set_value("sex").run()
+    assert not at.exception
+    assert figures(at)[0]["data"] and any(t["type"] == "bar" for t in figures(at)[0]["data"])
+
+
+def test_returning_to_a_feature_is_cached():
+    at = _page()
+    at.selectbox(key="pdp_f1").set_value("bmi").run()
+    at.selectbox(key="pdp_f1").set_value("age").run()
+    cache = state.result_cache()
+    misses = cache.misses
+    at.selectbox(key="pdp_f1").set_value("bmi").run()
+    assert not at.exception
+    assert cache.misses == misses  # PDP and ALE of bmi came from the cache, nothing recomputed
