@@ -17,6 +17,7 @@ from dashboard import state  # noqa: E402
 
 st.set_page_config(page_title="Glassbox — explain your model", page_icon=":material/search_insights:", layout="wide")
 state.init_session()
+state.apply_url()
 
 PAGES_DIR = Path(__file__).resolve().parent / "views"
 # (file, title, icon, url path). The page files live in views/, not pages/:
@@ -26,8 +27,10 @@ PAGES_DIR = Path(__file__).resolve().parent / "views"
 SECTIONS = {
     "Model": [("model.py", "Model", ":material/deployed_code:", "overview")],
     "Effects": [("pdp.py", "PDP / ICE / ALE", ":material/show_chart:", "effects")],
-    "Attribution": [("shap.py", "SHAP", ":material/waterfall_chart:", "attribution")],
+    "Attribution": [("shap.py", "SHAP", ":material/waterfall_chart:", "attribution"),
+                    ("whatif.py", "What if?", ":material/tune:", "what-if")],
     "Importance": [("importance.py", "Importance", ":material/leaderboard:", "importance-comparison")],
+    "Share": [("report.py", "Report", ":material/description:", "report")],
 }
 nav = {}
 for section, pages in SECTIONS.items():
@@ -68,6 +71,8 @@ with st.sidebar:
             help="The class whose probability the pages explain.",
         )
     st.caption(f"{ctx.card.get('model_type', '')} · {ctx.task} · {len(ctx.X):,} rows")
+    state.share_in_url(model=None if ctx.name == state.UPLOADED else ctx.name,
+                       **{"class": st.session_state[state.CLASS_INDEX] if ctx.classes else None})
     if state.pickles_trusted():
         st.warning("Pickle/joblib uploads are **allowed** on this server (started with "
                    "--trust-pickles): only upload files you trust.", icon=":material/warning:")

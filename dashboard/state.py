@@ -415,10 +415,7 @@ def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows:
     for i, method in enumerate(methods):
         label = IMPORTANCE_METHODS[method]
 
-        def progress(done, total, _i=i, _label=label):
-            frac = (_i + (done / total if total else 1.0)) / len(methods)
-            bar.progress(min(frac, 1.0), text=f"{_label}: {done} of {total}")
-
+        progress = ProgressBar(bar, label)
         bar.progress(i / len(methods), text=f"{label}…")
         try:
             results.append(importance(ctx.model_key, ctx.data_key, method, n_repeats, max_rows, ctx, progress))
@@ -534,3 +531,97 @@ def ale(ctx: ModelContext, feature: str, n_bins: int):
 def pdp_class(ctx: ModelContext) -> int | None:
     """The sidebar's class for PDP/ALE figures (None for regression)."""
     return None if ctx.classes is None else int(st.session_state.get(CLASS_INDEX, 0))
+
+
+# ------------------------------------------------------------- progress, URL
+class ProgressBar:
+    """A progress callback for st.progress that also estimates the time left."""
+
+    def __init__(self, bar, label: str):
+        import time
+
+        self._time = time.perf_counter
+        self._start = self._time()
+        self.bar = bar
+        self.label = label
+
+    def __call__(self, done: int, total: int) -> None:
+        frac = min(done / total, 1.0) if total else 1.0
+        elapsed = self._time() - self._start
+        text = f"{self.label}: {done:,} of {total:,}"
+        if 0 < frac < 1 and elapsed > 0.5:
+            text += f" · about {elapsed * (1 - frac) / frac:.0f} s left"
+        self.bar.progress(frac, text=text)
+
+
+URL_KEYS = {  # query parameter -> session-state key of the widget it fills
+    "model": ACTIVE,
+    "class": CLASS_INDEX,
+    "feature": "pdp_f1",
+    "feature2": "pdp_f2",
+    "row": "shap_row",
+}
+_URL_DONE = "url_applied"
+
+
+def apply_url() -> None:
+    """On a session's first run, fill the shared selections from the URL's query parameters.
+
+    Values are only taken when valid (a known model; the pages check features
+    and rows against their own options), so a stale link never breaks a page.
+    """
+    if st.session_state.get(_URL_DONE):
+        return
+    st.session_state[_URL_DONE] = True
+    qp = st.query_params
+    model = qp.get("model")
+    if model in demo_build.DEMO_NAMES:
+        st.session_state[ACTIVE] = model
+    for param in ("class", "row"):
+        value = qp.get(param)
+        if value is not None and value.isdigit():
+            st.session_state[URL_KEYS[param]] = int(value)
+    for param in ("feature", "feature2"):
+        if qp.get(param):
+            st.session_state[URL_KEYS[param]] = qp.get(param)
+
+
+def valid_choice(key: str, options: list, default=None) -> None:
+    """Drop a session value (e.g. from a URL) that is not among a widget's options."""
+    if key in st.session_state and st.session_state[key] not in options:
+        if default is None:
+            del st.session_state[key]
+        else:
+            st.session_state[key] = default
+
+
+def share_in_url(**params) -> None:
+    """Keep the page's main selections in the URL, so a view can be shared and reopened."""
+    for name, value in params.items():
+        if value is None:
+            st.query_params.pop(name, None)
+        else:
+            st.query_params[name] = str(value)
+
+
+# -------------------------------------------------------------------- what-if
+def explain_edited(ctx: ModelContext, values: tuple, missing: tuple[str, ...]):
+    """SHAP values (automatic method) of one edited row, cached by its values and mask."""
+    def compute():
+        from explainers.shap import explain
+
+        row = pd.DataFrame([list(values)], columns=list(ctx.X.columns)).astype(ctx.X.dtypes.to_dict())
+        return explain(ctx.model, row, background=background(ctx.model_key, ctx.data_key, ctx),
+                       missing=list(missing) or None)
+
+    return result_cache().get_or_compute(("whatif", ctx.model_key, ctx.data_key, values, missing), compute)
+
+
+def output_label(res, class_index: int | None) -> str:
+    """What the numbers are: 'prediction', or 'P(class)' / 'log-odds(class)'."""
+    if class_index is None and res.values.ndim == 2:
+        name = res.output_names[0] if res.output_names else ""
+        return {"raw": "prediction", "log_odds": f"log-odds({name})", "margin": f"margin({name})"}.get(
+            res.output, "prediction")
+    name = res.output_names[class_index]
+    return {"proba": f"P({name})", "log_odds": f"log-odds({name})"}.get(res.output, f"{res.output}({name})")

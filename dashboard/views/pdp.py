@@ -9,8 +9,11 @@ cols = list(ctx.X.columns)
 numeric = [c for c in cols if ctx.X[c].dtype.kind in "biuf"]
 
 c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
+state.valid_choice("pdp_f1", cols)
 f1 = c1.selectbox("Feature", cols, key="pdp_f1")
+state.valid_choice("pdp_f2", ["(none)"] + [c for c in cols if c != f1])
 f2 = c2.selectbox("Second feature (2D)", ["(none)"] + [c for c in cols if c != f1], key="pdp_f2")
+state.share_in_url(feature=f1, feature2=None if f2 == "(none)" else f2)
 two_d = f2 != "(none)"
 grid = c3.number_input("Grid points", 2, 200, 20 if two_d else 40, key="pdp_grid2" if two_d else "pdp_grid")
 lo, hi = c4.slider("Percentile range", 0, 100, (5, 95), key="pdp_pct")

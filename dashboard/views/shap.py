@@ -11,6 +11,7 @@ c1, c2, c3 = st.columns([2, 2, 1])
 pick_by = c1.radio("Pick a row by", ["index", "highest prediction", "lowest prediction"]
                    + (["largest error"] if "error" in table else []), horizontal=True, key="shap_pick")
 if pick_by == "index":
+    state.valid_choice("shap_row", list(range(len(ctx.X))))
     row = int(c2.number_input(f"Row (0 – {len(ctx.X) - 1})", 0, len(ctx.X) - 1, 0, key="shap_row"))
 else:
     col, asc = {"highest prediction": ("prediction", False), "lowest prediction": ("prediction", True),
@@ -20,6 +21,7 @@ else:
                            format_func=lambda r: f"row {r}: prediction {table.prediction[r]:.4g}"
                            + (f", error {table.error[r]:.3g}" if "error" in table else "")))
 method = c3.selectbox("Method", state.SHAP_METHODS, key="shap_method")
+state.share_in_url(row=row)
 masked = st.multiselect("Treat as missing", list(ctx.X.columns), key="shap_mask",
                         help="A missing feature leaves the game: it gets exactly 0 and the prediction "
                              "is averaged over the background for it.")
@@ -53,8 +55,7 @@ show = g2.toggle("Show the global view", value=state.shap_is_fast(ctx), key="sha
 if show:
     bar = st.progress(0.0, text="Explaining the sample…")
     try:
-        glob = state.explain_sample(ctx, n_rows, method,
-                                    lambda d, t: bar.progress(min(d / max(t, 1), 1.0), text=f"{d} of {t} rows"))
+        glob = state.explain_sample(ctx, n_rows, method, state.ProgressBar(bar, "Rows explained"))
     except Exception as exc:
         bar.empty()
         state.show_error(exc)

@@ -1,0 +1,73 @@
+"""A self-contained HTML report of the current views, for readers without Python.
+
+Pure: takes figures and tables, returns one HTML string with plotly.js inlined
+once, so the file opens offline in any browser with interactive figures.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import html
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+
+_CSS = """
+body { font-family: Inter, 'Segoe UI', Helvetica, Arial, sans-serif; color: #222; margin: 2rem auto;
+       max-width: 1100px; padding: 0 1rem; line-height: 1.45; }
+h1 { font-size: 1.9rem; margin-bottom: .2rem; } h2 { font-size: 1.35rem; margin-top: 2.2rem;
+     border-bottom: 1px solid #ddd; padding-bottom: .3rem; }
+.meta { color: #666; font-size: .9rem; } .caption { color: #555; font-size: .92rem; }
+table { border-collapse: collapse; font-size: .9rem; margin: .6rem 0; }
+th, td { border: 1px solid #ddd; padding: .25rem .55rem; text-align: right; }
+th { background: #f4f6f8; } td:first-child, th:first-child { text-align: left; }
+dl { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; } dt { font-weight: 600; }
+"""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the report: a heading, a sentence, and a figure and/or a table."""
+
+    heading: str
+    caption: str = ""
+    figure: go.Figure | None = None
+    table: pd.DataFrame | None = None
+
+
+def build_report(title: str, summary: dict, sections: list[Section]) -> str:
+    """Return the report as one HTML document.
+
+    Parameters
+    ----------
+    title : str
+    summary : dict
+        Label -> value lines for the model summary at the top.
+    sections : list of Section
+
+    Returns
+    -------
+    str
+        A complete HTML file; plotly.js is embedded with the first figure.
+    """
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p class='meta'>Glassbox report · {_dt.datetime.now():%Y-%m-%d %H:%M}</p>",
+        "<dl>" + "".join(f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))}</dd>"
+                         for k, v in summary.items()) + "</dl>",
+    ]
+    plotly_js_included = False
+    for sec in sections:
+        parts.append(f"<h2>{html.escape(sec.heading)}</h2>")
+        if sec.caption:
+            parts.append(f"<p class='caption'>{html.escape(sec.caption)}</p>")
+        if sec.figure is not None:
+            parts.append(sec.figure.to_html(full_html=False, include_plotlyjs=not plotly_js_included,
+                                            config={"displaylogo": False, "responsive": True}))
+            plotly_js_included = True
+        if sec.table is not None:
+            parts.append(sec.table.to_html(float_format=lambda v: f"{v:.4g}", border=0))
+    parts.append("</body></html>")
+    return "\n".join(parts)
