@@ -1,0 +1,152 @@
+"""PDP / ICE / ALE figures, checked on their data (not pixels)."""
+import io
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+from sklearn.linear_model import LinearRegression
+
+from dashboard.figures import ale_figure, pdp2d_figure, pdp_figure, pdp_to_csv
+from explainers.ale import ale
+from explainers.errors import InvalidParameterError
+from explainers.pdp import partial_dependence
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    n = 120
+    x0 = rng.uniform(0, 1, n)
+    X = pd.DataFrame({
+        "x0": x0,
+        "x1": x0 + rng.normal(0, 0.05, n),  # correlated: empty corners in 2-D
+        "x2": rng.normal(size=n),
+        "grp": rng.integers(0, 3, n).astype(float),  # few values: categorical
+    })
+    y = 2 * X.x0 + X.x2 * X.grp
+    reg = RandomForestRegressor(5, max_depth=4, random_state=0).fit(X, y)
+    clf = RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, np.digitize(y, [0.5, 1.5]))
+    return X, reg, clf
+
+
+def test_pdp_figure_numeric(data):
+    X, reg, _ = data
+    r = partial_dependence(reg, X, ["x0"], grid_resolution=10, sample=60)
+    fig = pdp_figure(r, max_ice_lines=25)
+    assert isinstance(fig, go.Figure)
+    ice, pd_line, rug = fig.data
+    assert ice.legendgroup == "ice" and ice.mode == "lines" and ice.opacity < 1
+    # 25 curves of 10 points joined by gaps
+    assert len(ice.x) == 25 * 11 and np.isnan(np.asarray(ice.y, dtype=float)).sum() == 25
+    assert pd_line.name == "partial dependence" and pd_line.line.width >= 3
+    np.testing.assert_allclose(pd_line.y, r.average)
+    np.testing.assert_array_equal(pd_line.customdata, r.counts)
+    assert len(rug.x) == 9 and rug.yaxis == "y2"
+    assert fig.layout.xaxis.title.text == "x0"
+    assert "partial dependence" in fig.layout.yaxis.title.text
+    assert "x0" in pd_line.hovertemplate
+    # no ICE, no rug
+    assert len(pdp_figure(r, show_ice=False, show_rug=False).data) == 1
+
+
+def test_pdp_figure_centered_and_color_by(data):
+    X, reg, _ = data
+    r = partial_dependence(reg, X, ["x0"], grid_resolution=8, sample=30)
+    fig = pdp_figure(r, centered=True, color_by=(X["x2"].to_numpy(), "x2"), max_ice_lines=30)
+    ice = [t for t in fig.data if t.legendgroup == "ice"]
+    assert len(ice) == 30 and sum(bool(t.showlegend) for t in ice) == 1
+    assert all(t.y[0] == 0 for t in ice)
+    pd_line = next(t for t in fig.data if t.name == "partial dependence")
+    np.testing.assert_allclose(pd_line.y, r.average - r.average[0], atol=1e-12)
+    assert "Centred" in fig.layout.yaxis.title.text
+    assert any(t.marker.showscale for t in fig.data if t.marker is not None)
+    # categorical colouring: one trace per category
+    figc = pdp_figure(r, color_by=(X["grp"].map({0.0: "a", 1.0: "b", 2.0: "c"}), "grp"))
+    names = sorted(t.name for t in figc.data if t.legendgroup == "ice")
+    assert names == ["ICE: grp = a", "ICE: grp = b", "ICE: grp = c"]
+    with pytest.raises(InvalidParameterError, match="color_by has 5 values"):
+        pdp_figure(r, color_by=(np.arange(5), "bad"))
+
+
+def test_pdp_figure_categorical_bars(data):
+    X, reg, _ = data
+    r = partial_dependence(reg, X, ["grp"])
+    assert r.feature_kinds == ("categorical",)
+    fig = pdp_figure(r, max_ice_lines=10)
+    kinds = [type(t).__name__ for t in fig.data]
+    assert kinds == ["Scatter", "Bar"]  # ICE points, PD bars; no rug for categories
+    assert fig.data[0].mode == "markers" and len(fig.data[0].x) == 10 * 3
+    assert list(fig.data[1].x) == [str(v) for v in r.grid[0]]
+
+
+def test_pdp_figure_classes(data):
+    X, _, clf = data
+    r = partial_dependence(clf, X, ["x0"], grid_resolution=6, kind="average")
+    fig = pdp_figure(r)
+    assert [t.name for t in fig.data[:3]] == ["0", "1", "2"]  # one PD line per class
+    one = pdp_figure(r, class_index=2, show_rug=False)
+    np.testing.assert_allclose(one.data[0].y, r.average[:, 2])
+    with pytest.raises(InvalidParameterError, match="class_index"):
+        pdp_figure(r, class_index=5)
+    r2 = partial_dependence(clf, X, ["x0", "x1"], grid_resolution=4)
+    with pytest.raises(InvalidParameterError, match="pdp2d_figure"):
+        pdp_figure(r2)
+
+
+@pytest.mark.parametrize("style", ["heatmap", "contour"])
+def test_pdp2d_figure_empty_cells(data, style):
+    X, reg, _ = data
+    r = partial_dependence(reg, X, ["x0", "x1"], grid_resolution=6, kind="average")
+    empty = r.counts.T == 0
+    assert empty.any() and (~empty).any()
+    hidden = pdp2d_figure(r, style=style, empty_cells="hide")
+    z = np.asarray(hidden.data[0].z, dtype=float)
+    assert z.shape == (6, 6) and len(hidden.data) == 1
+    assert np.all(np.isnan(z[empty])) and not np.isnan(z[~empty]).any()
+    np.testing.assert_allclose(z[~empty], r.average.T[~empty])
+    shaded = pdp2d_figure(r, style=style, empty_cells="shade", points=X)
+    assert len(shaded.data) == 3
+    main, shade, pts = shaded.data
+    np.testing.assert_allclose(np.asarray(main.z, dtype=float), r.average.T)
+    shade_z = np.asarray(shade.z, dtype=float)
+    assert np.array_equal(~np.isnan(shade_z), empty) and shade.showscale is False
+    assert len(pts.x) == len(X) and pts.mode == "markers"
+    shown = pdp2d_figure(r, style=style, empty_cells="show")
+    assert len(shown.data) == 1 and not np.isnan(np.asarray(shown.data[0].z, dtype=float)).any()
+    assert shaded.layout.xaxis.title.text == "x0" and shaded.layout.yaxis.title.text == "x1"
+    assert "x0" in main.hovertemplate and "x1" in main.hovertemplate
+
+
+def test_pdp2d_figure_bad_options(data):
+    X, reg, _ = data
+    r = partial_dependence(reg, X, ["x0", "x1"], grid_resolution=4, kind="average")
+    with pytest.raises(InvalidParameterError, match="'style' parameter of pdp2d_figure"):
+        pdp2d_figure(r, style="surface")
+    with pytest.raises(InvalidParameterError, match="'empty_cells'"):
+        pdp2d_figure(r, empty_cells="blank")
+
+
+def test_ale_figure(data):
+    X, reg, _ = data
+    r = ale(reg, X, "x0", n_bins=8)
+    fig = ale_figure(r)
+    line, bars, rug = fig.data
+    np.testing.assert_allclose(line.y, r.effect)
+    np.testing.assert_array_equal(bars.y, r.counts)
+    assert bars.yaxis == "y3" and len(rug.x) == 9
+    assert fig.layout.xaxis.title.text == "x0" and "ALE" in fig.layout.yaxis.title.text
+
+
+def test_pdp_to_csv(data):
+    X, reg, clf = data
+    r = partial_dependence(reg, X, ["x0", "grp"], grid_resolution=5, sample=7)
+    table = pd.read_csv(io.StringIO(pdp_to_csv(r, include_ice=True)))
+    assert list(table.columns[:4]) == ["x0", "grp", "partial_dependence", "rows"]
+    assert len(table) == 5 * 3 and table["rows"].sum() == r.counts.sum()
+    assert table.shape[1] == 4 + 7
+    np.testing.assert_allclose(table["partial_dependence"], r.average.reshape(-1))
+    rc = partial_dependence(clf, X, ["x0"], grid_resolution=4, kind="average")
+    tc = pd.read_csv(io.StringIO(pdp_to_csv(rc)))
+    assert list(tc.columns) == ["x0", "output", "partial_dependence", "rows"] and len(tc) == 12

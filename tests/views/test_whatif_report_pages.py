@@ -1,0 +1,93 @@
+"""What-if and report pages, and query parameters, through AppTest."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import report, state
+from demo_models import build
+from explainers import ModelAdapter, load_data, load_model
+from tests.plotly_json import array, figures
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+def _page(path, demo=state.DEFAULT_DEMO, query=None):
+    at = AppTest.from_file(APP, default_timeout=180)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if demo != state.DEFAULT_DEMO and not query:
+        at.sidebar.selectbox(key=state.ACTIVE).set_value(demo).run()
+    at.switch_page(path).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _model(name, card):
+    p = build.paths(name)
+    model = load_model(p["skops"])
+    return model, load_data(p["parquet"], model=model, target=card["target"]).X
+
+
+def test_whatif_edit_moves_the_prediction(demo_cards):
+    name = state.DEFAULT_DEMO
+    at = _page("views/whatif.py")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Original prediction"] == metrics["Edited prediction"]
+    model, X = _model(name, demo_cards[name])
+    at.number_input(key="whatif_bmi").set_value(35.0).run()
+    assert not at.exception
+    edited = X.iloc[[0]].copy()
+    edited["bmi"] = 35.0
+    want = ModelAdapter(model).predict(edited)[0]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Edited prediction"] == f"{want:.4g}"
+    assert metrics["Features changed"] == "1"
+    # the edited waterfall ends at the edited prediction
+    after = figures(at)[1]["data"][0]
+    total = float(array(after["base"])[0]) + array(after["x"]).astype(float).sum()
+    assert total == pytest.approx(want, rel=1e-9)
+    # masking a feature there gives it a 0 bar
+    at.multiselect(key="whatif_mask").set_value(["bmi"]).run()
+    labels = list(figures(at)[1]["layout"]["yaxis"]["ticktext"])
+    j = labels.index("bmi = NA (missing)")
+    assert float(array(figures(at)[1]["data"][0]["x"])[j]) == 0.0
+
+
+def test_whatif_bounds_come_from_the_data(demo_cards):
+    at = _page("views/whatif.py", "wine_gb")
+    box = at.number_input(key="whatif_alcohol")
+    feat = {f["name"]: f for f in demo_cards["wine_gb"]["features"]}["alcohol"]
+    assert box.min == pytest.approx(feat["min"]) and box.max == pytest.approx(feat["max"])
+
+
+def test_report_page_offers_a_self_contained_file():
+    at = _page("views/report.py")
+    buttons = at.get("download_button")
+    assert len(buttons) == 1
+    assert any("4 section(s)" in c.value for c in at.caption)
+
+
+def test_build_report_embeds_plotly_once():
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Bar(x=[1, 2], y=[3, 4]))
+    doc = report.build_report("T <x>", {"Model": "m"}, [report.Section("A", "c", figure=fig),
+                                                     report.Section("B", figure=fig)])
+    assert doc.startswith("<!DOCTYPE html>") and "T &lt;x&gt;" in doc
+    assert doc.count("Plotly.newPlot") == 2
+    assert doc.count("plotly.js v") == 1  # the library itself, once
+
+
+def test_query_parameters_select_model_feature_and_row():
+    at = _page("views/pdp.py", query={"model": "housing_gb", "feature": "latitude", "feature2": "longitude"})
+    assert at.sidebar.selectbox(key=state.ACTIVE).value == "housing_gb"
+    assert at.selectbox(key="pdp_f1").value == "latitude"
+    assert at.selectbox(key="pdp_f2").value == "longitude"
+    assert at.query_params["model"] == ["housing_gb"] or at.query_params["model"] == "housing_gb"
+    # a stale link never breaks the page
+    at = _page("views/pdp.py", query={"model": "nope", "feature": "not_a_column", "row": "99999"})
+    assert at.sidebar.selectbox(key=state.ACTIVE).value == state.DEFAULT_DEMO
+    assert at.selectbox(key="pdp_f1").value == "age"
