@@ -7,28 +7,38 @@ compute modules. Colours come from the Okabe-Ito colour-blind-safe palette
 and the Viridis colour scale.
 
 Sections: partial dependence / ICE / ALE (``pdp_figure``, ``pdp2d_figure``,
-``ale_figure``, ``pdp_to_csv``); further sections are appended below.
+``ale_figure``, ``pdp_to_csv``); SHAP (``waterfall_figure``, ``force_figure``,
+``beeswarm_figure``, ``mean_abs_figure``, ``dependence_figure``); variable
+importance (``importance_bars_figure``, ``agreement_heatmap_figure``).
 """
 from __future__ import annotations
 
 import io as _io
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from explainers.errors import InvalidParameterError, param_error
+from explainers.importance import ImportanceComparison, ImportanceResult, compare_importances
+from explainers.shap import ShapResult
 
 # ============================================================================
 # Partial dependence, ICE and ALE
 # ============================================================================
 
-#: Okabe-Ito palette (colour-blind safe), one colour per class or category
-PDP_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+# ============================================================================
+# One look for every figure
+# ============================================================================
+
+#: Okabe-Ito palette (colour-blind safe): one colour per class, method or category
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=14, color="#222222")
+PDP_COLOURS = PALETTE
 PDP_LINE = "#000000"  # the partial dependence line: black, bold, drawn on top
 PDP_ICE = "#0072B2"  # ICE lines: thin, translucent blue
 PDP_EMPTY = "#9E9E9E"  # shade over grid cells with no data behind them
-_PDP_FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=14, color="#222222")
 _PDP_SCALE = "Viridis"
 
 
@@ -70,7 +80,7 @@ def _pdp_take(arr, pos):
 def _pdp_layout(fig: go.Figure, title: str, xtitle: str, ytitle: str, height: int = 480) -> go.Figure:
     fig.update_layout(
         title=dict(text=title, x=0.01, xanchor="left"),
-        font=_PDP_FONT,
+        font=FONT,
         template="plotly_white",
         height=height,
         margin=dict(l=70, r=30, t=60, b=60),
@@ -459,21 +469,610 @@ def pdp_to_csv(result, *, include_ice: bool = False) -> str:
 
 
 # ============================================================================
-# Variable importance (implemented in _importance_figures.py)
+# SHAP
 # ============================================================================
-from dashboard._importance_figures import (  # noqa: E402
-    agreement_heatmap_figure,
-    importance_bars_figure,
-)
+
+POSITIVE = "#D55E00"  # vermillion: pushes the output up
+NEGATIVE = "#0072B2"  # blue: pushes it down
+MISSING = "#9E9E9E"  # grey: masked feature (attribution 0)
+#: low -> high feature value, colour-blind safe (blue, light grey, vermillion)
+VALUE_SCALE = [[0.0, NEGATIVE], [0.5, "#DDDDDD"], [1.0, POSITIVE]]
+
+
+# -------------------------------------------------------------------- helpers
+def _shap_one_output(result: ShapResult, class_index: int | None, func: str) -> tuple[ShapResult, str]:
+    """The result for one output, and a label for titles.
+
+    With several outputs and no class_index, the positive class of a binary
+    model (index 1) or the first class otherwise is shown.
+    """
+    if result.n_outputs == 1:
+        result._check_class(class_index, func)
+        return result, result.output_names[0] if result.output_names else ""
+    k = result._check_class(class_index, func)
+    if k is None:
+        k = 1 if result.n_outputs == 2 else 0
+    return result.select(k), result.output_names[k]
+
+
+def _shap_fmt(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        if np.isnan(v):
+            return "NA"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _shap_layout(fig: go.Figure, title: str, xtitle: str, height: int) -> go.Figure:
+    fig.update_layout(
+        template="plotly_white",
+        title=dict(text=title, x=0.01, xanchor="left"),
+        font=FONT,
+        height=height,
+        margin=dict(l=10, r=30, t=60, b=50),
+        showlegend=False,
+        hoverlabel=dict(font_size=13),
+    )
+    fig.update_xaxes(title_text=xtitle, zeroline=False)
+    return fig
+
+
+def _shap_output_title(res: ShapResult, label: str) -> str:
+    kind = {"raw": "prediction", "proba": "probability", "log_odds": "log-odds", "margin": "margin"}
+    what = kind.get(res.output, res.output)
+    return f"{what} of {label}" if res.output in ("proba", "log_odds", "margin") and label else what
+
+
+# ------------------------------------------------------------------ waterfall
+def waterfall_figure(
+    result: ShapResult, row: int, *, class_index: int | None = None, max_display: int = 10
+) -> go.Figure:
+    """Waterfall of one row: from the base value, feature by feature, to the prediction.
+
+    The largest |contributions| are drawn at the top; the rest are summed in
+    one "N other features" bar at the bottom. Masked features are drawn as
+    grey bars of length 0 labelled ``= NA (missing)``.
+
+    Parameters
+    ----------
+    result : ShapResult
+    row : int
+        Position of the row in the result.
+    class_index : int, default=None
+        Output to show for multi-output results (default: positive class of a
+        binary model, else the first).
+    max_display : int, default=10
+        Bars for present features, including the "other features" bar.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One horizontal Bar trace: ``x`` are the attributions, ``base`` the
+        running total before each bar (bottom to top), so the top bar ends at
+        the prediction. ``customdata`` holds the feature index (-1 for the
+        "other" bar, -2 for the merged missing bar).
+    """
+    func = "waterfall_figure"
+    res, label = _shap_one_output(result, class_index, func)
+    i = res._check_row(row, func)
+    if isinstance(max_display, bool) or not isinstance(max_display, (int, np.integer)) or max_display < 2:
+        raise param_error("max_display", func, "an int >= 2", max_display)
+    phi = res.values[i]
+    miss = res.missing[i]
+    base = float(res.base_values[i])
+    pred = float(res.predictions[i])
+    values = res.data.iloc[i]
+    names = res.feature_names
+
+    present = np.flatnonzero(~miss)
+    order = present[np.argsort(-np.abs(phi[present]), kind="stable")]
+    if len(order) > max_display:
+        shown, rest = order[: max_display - 1], order[max_display - 1 :]
+    else:
+        shown, rest = order, order[:0]
+    # bottom-to-top: missing (0), "other", then increasing |phi| up to the largest
+    items: list[tuple[str, float, str, int]] = []  # label, phi, colour, feature index
+    masked = np.flatnonzero(miss)
+    if len(masked) > max_display:
+        items.append((f"{len(masked)} missing features", 0.0, MISSING, -2))
+    else:
+        for j in masked[::-1]:
+            items.append((f"{names[j]} = NA (missing)", 0.0, MISSING, int(j)))
+    if len(rest):
+        s = float(phi[rest].sum())
+        items.append((f"{len(rest)} other features", s, POSITIVE if s >= 0 else NEGATIVE, -1))
+    for j in shown[::-1]:
+        v = float(phi[j])
+        items.append((f"{names[j]} = {_shap_fmt(values.iloc[j])}", v, POSITIVE if v >= 0 else NEGATIVE, int(j)))
+
+    x = np.array([it[1] for it in items])
+    # running total: each bar starts where the previous one ended
+    bases = base + np.concatenate([[0.0], np.cumsum(x)[:-1]]) if len(x) else np.array([])
+    y = np.arange(len(items))
+    fig = go.Figure(
+        go.Bar(
+            x=x,
+            y=y,
+            base=bases,
+            orientation="h",
+            marker=dict(color=[it[2] for it in items], line=dict(width=0)),
+            text=[("0 (missing)" if it[2] == MISSING else f"{it[1]:+.3g}") for it in items],
+            textposition="outside",
+            cliponaxis=False,
+            customdata=[it[3] for it in items],
+            hovertext=[
+                f"<b>{it[0]}</b><br>SHAP value: {it[1]:+.4g}<br>running total: {b:.4g} → {b + it[1]:.4g}"
+                for it, b in zip(items, bases)
+            ],
+            hovertemplate="%{hovertext}<extra></extra>",
+            name="contribution",
+        )
+    )
+    fig.update_yaxes(tickvals=y, ticktext=[it[0] for it in items], automargin=True)
+    for xv, txt, pos in ((base, f"E[f(X)] = {base:.4g}", "bottom"), (pred, f"f(x) = {pred:.4g}", "top")):
+        fig.add_vline(x=xv, line=dict(color="#555555", width=1, dash="dot"))
+        fig.add_annotation(
+            x=xv, y=1.0 if pos == "top" else 0.0, yref="paper", yanchor="bottom" if pos == "top" else "top",
+            text=txt, showarrow=False, font=dict(size=13),
+        )
+    title = f"Row {i}: {_shap_output_title(res, label)} from base {base:.4g} to {pred:.4g}"
+    return _shap_layout(fig, title, _shap_output_title(res, label), height=120 + 32 * max(len(items), 3))
+
+
+# ---------------------------------------------------------------------- force
+def force_figure(
+    result: ShapResult, row: int, *, class_index: int | None = None, max_display: int = 10
+) -> go.Figure:
+    """Push/pull bar of one row: what raises the output against what lowers it.
+
+    Positive contributions are stacked left of the prediction (they push it
+    up from the base value), negative ones right of it (they pull it down);
+    both stacks meet at f(x), and the far ends sit at ``pred - sum(pos)``
+    and ``pred + sum(|neg|)``, whose difference is ``pred - base``.
+
+    Parameters
+    ----------
+    result : ShapResult
+    row : int
+    class_index : int, default=None
+    max_display : int, default=10
+        Labelled segments per side; smaller ones merge into one "other" segment.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two Bar traces ("raise" and "lower"): ``x`` are |phi| widths,
+        ``base`` their left ends; ``customdata`` the signed phi.
+    """
+    func = "force_figure"
+    res, label = _shap_one_output(result, class_index, func)
+    i = res._check_row(row, func)
+    if isinstance(max_display, bool) or not isinstance(max_display, (int, np.integer)) or max_display < 1:
+        raise param_error("max_display", func, "an int >= 1", max_display)
+    phi = res.values[i]
+    miss = res.missing[i]
+    base = float(res.base_values[i])
+    pred = float(res.predictions[i])
+    values = res.data.iloc[i]
+    names = res.feature_names
+
+    fig = go.Figure()
+    for sign, colour, name in ((1, POSITIVE, "raise"), (-1, NEGATIVE, "lower")):
+        idx = np.flatnonzero(~miss & (sign * phi > 0))
+        idx = idx[np.argsort(-np.abs(phi[idx]), kind="stable")]
+        segs = [(f"{names[j]} = {_shap_fmt(values.iloc[j])}", float(phi[j])) for j in idx[:max_display]]
+        if len(idx) > max_display:
+            segs.append((f"{len(idx) - max_display} other features", float(phi[idx[max_display:]].sum())))
+        widths = np.abs([s[1] for s in segs])
+        if sign > 0:
+            # largest next to f(x): stack leftwards from the prediction
+            right = pred - np.concatenate([[0.0], np.cumsum(widths)[:-1]])
+            lefts = right - widths
+        else:
+            lefts = pred + np.concatenate([[0.0], np.cumsum(widths)[:-1]])
+        fig.add_trace(
+            go.Bar(
+                x=widths,
+                y=[0] * len(segs),
+                base=lefts,
+                orientation="h",
+                name=name,
+                marker=dict(color=colour, line=dict(color="white", width=1)),
+                customdata=[s[1] for s in segs],
+                text=[s[0] for s in segs],
+                textposition="inside",
+                insidetextanchor="middle",
+                hovertext=[f"<b>{s[0]}</b><br>SHAP value: {s[1]:+.4g}" for s in segs],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="overlay", bargap=0.35)
+    fig.update_yaxes(visible=False, range=[-0.8, 0.8])
+    for xv, txt in ((base, f"base value {base:.4g}"), (pred, f"<b>f(x) = {pred:.4g}</b>")):
+        fig.add_vline(x=xv, line=dict(color="#333333", width=1.5 if xv == pred else 1, dash=None if xv == pred else "dot"))
+        fig.add_annotation(x=xv, y=1.0, yref="paper", yanchor="bottom", text=txt, showarrow=False)
+    masked = [names[j] for j in np.flatnonzero(miss)]
+    note = f" · missing: {', '.join(masked[:8])}{' …' if len(masked) > 8 else ''}" if masked else ""
+    title = f"Row {i}: higher ← vermillion raises, blue lowers → {_shap_output_title(res, label)}{note}"
+    fig = _shap_layout(fig, title, _shap_output_title(res, label), height=230)
+    fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.35))
+    return fig
+
+
+# ------------------------------------------------------------------- beeswarm
+def _shap_scaled_colour(col: pd.Series) -> np.ndarray:
+    """Feature values -> [0, 1] by 5th-95th percentile (NaN for non-numbers)."""
+    v = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+    if np.isnan(v).all():
+        return v
+    lo, hi = np.nanpercentile(v, [5, 95])
+    if hi <= lo:
+        lo, hi = np.nanmin(v), np.nanmax(v)
+    if hi <= lo:
+        return np.where(np.isnan(v), np.nan, 0.5)
+    return np.clip((v - lo) / (hi - lo), 0.0, 1.0)
+
+
+def _shap_top_features(res: ShapResult, max_display: int) -> np.ndarray:
+    imp = np.abs(res.values).mean(axis=0)
+    return np.argsort(-imp, kind="stable")[:max_display]
+
+
+def beeswarm_figure(
+    result: ShapResult, *, class_index: int | None = None, max_display: int = 15, random_state: int = 0
+) -> go.Figure:
+    """Every row's attribution per feature, coloured by the feature's value.
+
+    Features are ordered by mean |SHAP| (top ``max_display``), each a band of
+    jittered points; masked cells (attribution 0 by construction) are left out.
+
+    Parameters
+    ----------
+    result : ShapResult
+    class_index : int, default=None
+    max_display : int, default=15
+    random_state : int, default=0
+        Seed of the vertical jitter (display only).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Scattergl traces: "values" (coloured by scaled value) and "no value"
+        (non-numeric features, grey). ``customdata`` holds [row, feature index].
+    """
+    func = "beeswarm_figure"
+    res, label = _shap_one_output(result, class_index, func)
+    if isinstance(max_display, bool) or not isinstance(max_display, (int, np.integer)) or max_display < 1:
+        raise param_error("max_display", func, "an int >= 1", max_display)
+    top = _shap_top_features(res, max_display)
+    rng = np.random.default_rng(random_state)
+    xs, ys, cs, rows, feats, texts = [], [], [], [], [], []
+    n_feat = len(top)
+    for rank, j in enumerate(top):
+        keep = np.flatnonzero(~res.missing[:, j])
+        col = res.data.iloc[:, j]
+        scaled = _shap_scaled_colour(col)
+        xs.append(res.values[keep, j])
+        # most important at the top; jitter within the band
+        ys.append(n_feat - 1 - rank + rng.uniform(-0.3, 0.3, len(keep)))
+        cs.append(scaled[keep])
+        rows.append(keep)
+        feats.append(np.full(len(keep), j))
+        texts += [f"<b>{res.feature_names[j]}</b> = {_shap_fmt(col.iloc[r])}<br>SHAP value: {res.values[r, j]:+.4g}<br>row {r}" for r in keep]
+    x = np.concatenate(xs) if xs else np.array([])
+    y = np.concatenate(ys) if ys else np.array([])
+    c = np.concatenate(cs) if cs else np.array([])
+    r = np.concatenate(rows) if rows else np.array([], dtype=int)
+    f = np.concatenate(feats) if feats else np.array([], dtype=int)
+    texts = np.asarray(texts, dtype=object)
+    has = ~np.isnan(c)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scattergl(
+            x=x[has], y=y[has], mode="markers", name="values",
+            marker=dict(
+                color=c[has], colorscale=VALUE_SCALE, cmin=0, cmax=1, size=6, opacity=0.85,
+                colorbar=dict(title="feature value", tickvals=[0, 1], ticktext=["low", "high"], thickness=12),
+            ),
+            customdata=np.column_stack([r[has], f[has]]),
+            hovertext=texts[has], hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scattergl(
+            x=x[~has], y=y[~has], mode="markers", name="no value",
+            marker=dict(color=MISSING, size=6, opacity=0.85),
+            customdata=np.column_stack([r[~has], f[~has]]),
+            hovertext=texts[~has], hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+    fig.add_vline(x=0, line=dict(color="#777777", width=1))
+    fig.update_yaxes(
+        tickvals=list(range(n_feat)), ticktext=[res.feature_names[j] for j in top][::-1],
+        range=[-0.7, n_feat - 0.3], automargin=True, showgrid=False,
+    )
+    title = f"SHAP values per feature ({_shap_output_title(res, label)}), {res.n_rows} rows"
+    return _shap_layout(fig, title, f"SHAP value (impact on {_shap_output_title(res, label)})", height=120 + 34 * max(n_feat, 3))
+
+
+# ------------------------------------------------------------------ mean |phi|
+def mean_abs_figure(
+    result: ShapResult, *, class_index: int | None = None, max_display: int = 20
+) -> go.Figure:
+    """Global importance: mean |SHAP value| per feature, largest at the top.
+
+    For a multi-output result with ``class_index=None`` the bars are stacked,
+    one colour per class (ordered by the total); otherwise one bar per feature.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Horizontal Bar traces whose ``x`` equal ``result.mean_abs()`` for the shown features.
+    """
+    func = "mean_abs_figure"
+    if isinstance(max_display, bool) or not isinstance(max_display, (int, np.integer)) or max_display < 1:
+        raise param_error("max_display", func, "an int >= 1", max_display)
+    if result.n_outputs > 1 and class_index is None:
+        imp = result.mean_abs()  # (p, k)
+        order = np.argsort(-imp.sum(axis=1), kind="stable")[:max_display][::-1]
+        fig = go.Figure()
+        for k, name in enumerate(result.output_names):
+            fig.add_trace(
+                go.Bar(
+                    x=imp[order, k], y=[result.feature_names[j] for j in order], orientation="h",
+                    name=str(name), marker_color=PALETTE[k % len(PALETTE)],
+                    hovertemplate=f"<b>%{{y}}</b><br>class {name}: %{{x:.4g}}<extra></extra>",
+                )
+            )
+        fig.update_layout(barmode="stack")
+        fig = _shap_layout(fig, f"Mean |SHAP value| per feature, stacked by class ({result.n_rows} rows)",
+                      f"mean |SHAP value| ({_shap_output_title(result, '')})", height=120 + 28 * max(len(order), 3))
+        fig.update_layout(showlegend=True)
+        fig.update_yaxes(automargin=True)
+        return fig
+    res, label = _shap_one_output(result, class_index, func)
+    imp = res.mean_abs()
+    order = np.argsort(-imp, kind="stable")[:max_display][::-1]
+    fig = go.Figure(
+        go.Bar(
+            x=imp[order], y=[res.feature_names[j] for j in order], orientation="h",
+            marker_color=NEGATIVE, text=[f"{v:.3g}" for v in imp[order]], textposition="outside",
+            cliponaxis=False, hovertemplate="<b>%{y}</b><br>mean |SHAP|: %{x:.4g}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(automargin=True)
+    return _shap_layout(fig, f"Mean |SHAP value| per feature ({_shap_output_title(res, label)}, {res.n_rows} rows)",
+                   "mean |SHAP value|", height=120 + 28 * max(len(order), 3))
+
+
+# ------------------------------------------------------------------ dependence
+def dependence_figure(
+    result: ShapResult,
+    feature: str | int,
+    color_by: str | int | None = None,
+    *,
+    class_index: int | None = None,
+) -> go.Figure:
+    """SHAP value of one feature against its value, optionally coloured by another.
+
+    Rows where the feature is masked are left out (no value, attribution 0).
+
+    Parameters
+    ----------
+    result : ShapResult
+    feature : str or int
+    color_by : str or int, default=None
+        Colour points by this feature's value (scaled low to high).
+    class_index : int, default=None
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One Scattergl trace: ``x`` the feature values, ``y`` its SHAP values,
+        ``customdata`` the row positions.
+    """
+    func = "dependence_figure"
+    res, label = _shap_one_output(result, class_index, func)
+    j = res.feature_index(feature)
+    keep = np.flatnonzero(~res.missing[:, j])
+    xv = res.data.iloc[keep, j]
+    yv = res.values[keep, j]
+    name = res.feature_names[j]
+    marker = dict(color=NEGATIVE, size=7, opacity=0.8)
+    hover = [f"<b>{name}</b> = {_shap_fmt(a)}<br>SHAP value: {b:+.4g}<br>row {r}" for a, b, r in zip(xv, yv, keep)]
+    if color_by is not None:
+        c = res.feature_index(color_by)
+        cname = res.feature_names[c]
+        scaled = _shap_scaled_colour(res.data.iloc[:, c])[keep]
+        marker = dict(
+            color=np.where(np.isnan(scaled), 0.5, scaled), colorscale=VALUE_SCALE, cmin=0, cmax=1, size=7,
+            opacity=0.85, colorbar=dict(title=cname, tickvals=[0, 1], ticktext=["low", "high"], thickness=12),
+        )
+        hover = [h + f"<br>{cname} = {_shap_fmt(res.data.iloc[r, c])}" for h, r in zip(hover, keep)]
+    fig = go.Figure(
+        go.Scattergl(
+            x=xv.to_numpy(), y=yv, mode="markers", marker=marker, customdata=keep,
+            hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name=name,
+        )
+    )
+    fig.add_hline(y=0, line=dict(color="#777777", width=1))
+    fig = _shap_layout(fig, f"Dependence of {_shap_output_title(res, label)} on {name}", name, height=420)
+    fig.update_yaxes(title_text=f"SHAP value of {name}")
+    return fig
 
 
 # ============================================================================
-# SHAP (implemented in _shap_figures.py)
+# Variable importance
 # ============================================================================
-from dashboard._shap_figures import (  # noqa: E402
-    beeswarm_figure,
-    dependence_figure,
-    force_figure,
-    mean_abs_figure,
-    waterfall_figure,
-)
+
+__all__ = ["PALETTE", "importance_bars_figure", "agreement_heatmap_figure"]
+
+
+
+def _imp_bar_data(data, normalised: bool):
+    """Return (values, errors, mean-share order key, descriptions), features x methods."""
+    if isinstance(data, ImportanceResult):
+        data = [data]
+    if isinstance(data, ImportanceComparison):
+        comp = data
+    else:
+        results = list(data)
+        if not results or not all(isinstance(r, ImportanceResult) for r in results):
+            raise ValueError(
+                "importance_bars_figure takes an ImportanceComparison or a list of "
+                "ImportanceResult objects."
+            )
+        if len(results) == 1:
+            r = results[0]
+            idx = pd.Index(r.feature_names, name="feature")
+            imp = np.clip(r.importances, 0, None)
+            total = imp.sum() if imp.sum() > 0 else 1.0
+            vals = pd.DataFrame({r.label: imp / total if normalised else r.importances}, index=idx)
+            errs = pd.DataFrame({r.label: r.std / total if normalised else r.std}, index=idx)
+            key = vals.iloc[:, 0]
+            return vals, errs, key, {r.label: r.description}
+        comp = compare_importances(results)
+    desc = {lab: r.description for lab, r in zip(comp.methods, comp.results)}
+    if normalised:
+        return comp.shares, comp.stds, comp.shares.mean(axis=1), desc
+    feats = list(comp.shares.index)
+    vals, errs = {}, {}
+    for lab, r in zip(comp.methods, comp.results):
+        pos = [r.feature_names.index(f) for f in feats]
+        vals[lab], errs[lab] = r.importances[pos], r.std[pos]
+    idx = comp.shares.index
+    return pd.DataFrame(vals, index=idx), pd.DataFrame(errs, index=idx), comp.shares.mean(axis=1), desc
+
+
+def importance_bars_figure(
+    data: ImportanceComparison | Sequence[ImportanceResult] | ImportanceResult,
+    *,
+    sort_by: str | None = None,
+    normalised: bool = True,
+    top_k: int | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """Grouped horizontal bars: one group per feature, one bar per method.
+
+    Parameters
+    ----------
+    data : ImportanceComparison, list of ImportanceResult, or one ImportanceResult
+    sort_by : str, default=None
+        A method label (see ``comparison.methods``) to order the features by;
+        None orders by the mean share over methods. Most important on top.
+    normalised : bool, default=True
+        True: each method as a share of its total, so methods with different
+        units sit on one axis. False: each method in its own units.
+    top_k : int, default=None
+        Show only the first ``top_k`` features of that order.
+    title : str, default=None
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One bar trace per method, error bars from the method's std.
+    """
+    vals, errs, key, desc = _imp_bar_data(data, normalised)
+    if sort_by is not None:
+        if sort_by not in vals.columns:
+            raise ValueError(
+                f"sort_by={sort_by!r} is not one of the methods shown: {list(vals.columns)}."
+            )
+        key = vals[sort_by]
+    order = key.sort_values(ascending=False, kind="stable").index
+    if top_k is not None:
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+            raise ValueError(f"top_k must be None or an int >= 1; got {top_k!r}.")
+        order = order[: int(top_k)]
+    vals, errs = vals.loc[order], errs.loc[order]
+    fmt = ".1%" if normalised else ".4g"
+    fig = go.Figure()
+    for i, method in enumerate(vals.columns):
+        fig.add_trace(
+            go.Bar(
+                name=method,
+                y=[str(f) for f in vals.index],
+                x=vals[method].to_numpy(),
+                orientation="h",
+                marker_color=PALETTE[i % len(PALETTE)],
+                error_x=dict(type="data", array=errs[method].to_numpy(), visible=True,
+                             color="#444444", thickness=1.2, width=3),
+                hovertemplate=(
+                    f"<b>%{{y}}</b><br>{method}: %{{x:{fmt}}} ± %{{error_x.array:{fmt}}}"
+                    f"<extra>{desc.get(method, '')[:60]}</extra>"
+                ),
+            )
+        )
+    n_feat, n_meth = len(vals.index), len(vals.columns)
+    fig.update_layout(
+        template="plotly_white",
+        barmode="group",
+        title=title or ("Variable importance, compared" if n_meth > 1 else "Variable importance"),
+        font=FONT,
+        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
+        height=int(min(2400, max(320, 120 + n_feat * (14 + 12 * n_meth)))),
+        margin=dict(l=10, r=20, t=90, b=50),
+        bargap=0.25,
+    )
+    fig.update_xaxes(
+        title_text="Share of total importance" if normalised else "Importance (each method in its own units)",
+        tickformat=".0%" if normalised else None,
+        zeroline=True, zerolinecolor="#888888",
+    )
+    fig.update_yaxes(title_text="Feature", autorange="reversed", automargin=True)
+    return fig
+
+
+def agreement_heatmap_figure(comparison: ImportanceComparison, kind: str = "spearman") -> go.Figure:
+    """Rank agreement between methods, as an annotated heatmap from -1 to 1.
+
+    Parameters
+    ----------
+    comparison : ImportanceComparison
+    kind : {"spearman", "kendall"}, default="spearman"
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One heatmap trace; ``z`` is the agreement matrix (NaN where a method gives
+        every feature the same importance).
+    """
+    if not isinstance(comparison, ImportanceComparison):
+        raise ValueError("agreement_heatmap_figure takes an ImportanceComparison.")
+    if kind not in ("spearman", "kendall"):
+        raise ValueError(f"kind must be 'spearman' or 'kendall'; got {kind!r}.")
+    mat = comparison.spearman if kind == "spearman" else comparison.kendall
+    z = mat.to_numpy(dtype=float)
+    text = [["n/a" if np.isnan(v) else f"{v:.2f}" for v in row] for row in z]
+    symbol = "Spearman ρ" if kind == "spearman" else "Kendall τ"
+    # Diverging vermillion - light grey - blue: both ends distinguishable with
+    # red-green colour blindness, and 0 (no agreement) is neutral.
+    scale = [[0.0, "#D55E00"], [0.5, "#F2F2F2"], [1.0, "#0072B2"]]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=list(mat.columns),
+            y=list(mat.index),
+            zmin=-1,
+            zmax=1,
+            colorscale=scale,
+            text=text,
+            texttemplate="%{text}",
+            textfont=dict(size=15),
+            colorbar=dict(title=symbol),
+            hovertemplate="%{y} vs %{x}<br>" + symbol + " = %{text}<extra></extra>",
+            xgap=2,
+            ygap=2,
+        )
+    )
+    side = int(min(900, max(320, 140 + 90 * len(mat))))
+    fig.update_layout(
+        template="plotly_white",
+        title=f"Rank agreement between methods ({symbol})",
+        font=FONT,
+        height=side,
+        margin=dict(l=10, r=10, t=70, b=10),
+    )
+    fig.update_xaxes(side="bottom", tickangle=-30, automargin=True)
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return fig

@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from dashboard._importance_figures import (
-    OKABE_ITO,
+from dashboard.figures import (
+    PALETTE,
     agreement_heatmap_figure,
     importance_bars_figure,
 )
@@ -39,7 +39,7 @@ def test_bars_one_trace_per_method_with_shares_and_error_bars(comp):
         assert list(t.y) == order
         np.testing.assert_allclose(t.x, comp.shares.loc[order, t.name])
         np.testing.assert_allclose(t.error_x.array, comp.stds.loc[order, t.name])
-    assert [t.marker.color for t in fig.data] == OKABE_ITO[:3]
+    assert [t.marker.color for t in fig.data] == PALETTE[:3]
     assert fig.layout.xaxis.title.text == "Share of total importance"
     assert fig.layout.yaxis.title.text == "Feature"
     assert fig.layout.barmode == "group"

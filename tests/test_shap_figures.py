@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
-from dashboard._shap_figures import (
+from dashboard.figures import (
     MISSING,
     NEGATIVE,
     POSITIVE,

@@ -40,7 +40,11 @@ def test_forest_shows_three_methods_with_oracle_values(demo_cards):
     at = _page(name)
     bars = _figures(at)[0]
     names = [t["name"] for t in bars["data"]]
-    assert names == ["MDI", "OOB permutation (MSE)", "Holdout permutation (R²)"]
+    from explainers.shap import EXPLAINERS
+
+    # mean |SHAP| joins by default where SHAP is fast (TreeShap for this forest)
+    assert names == ["MDI", "OOB permutation (MSE)", "Holdout permutation (R²)"] + (
+        ["Mean |SHAP|"] if "tree" in EXPLAINERS else [])
     model, ds = _demo(name, demo_cards[name])
     n = demo_cards[name]["n_train"]
     # MDI shares are scikit-learn's feature_importances_
@@ -100,4 +104,6 @@ def test_upload_without_target_offers_what_it_can():
     assert not at.exception
     captions = " ".join(c.value for c in at.caption)
     assert "needs the target" in captions
-    assert [t["name"] for t in _figures(at)[0]["data"]] == ["MDI"]
+    from explainers.shap import EXPLAINERS
+
+    assert [t["name"] for t in _figures(at)[0]["data"]] == ["MDI"] + (["Mean |SHAP|"] if "tree" in EXPLAINERS else [])
