@@ -502,19 +502,20 @@ def additivity_line(res, row: int, class_index: int | None) -> str:
 PDP_MAX_ROWS = 2_000  # rows behind a PDP/ICE on the page; a seeded sample above that
 
 
-def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, percentiles: tuple[float, float]):
+def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, percentiles: tuple[float, float],
+        max_rows: int = PDP_MAX_ROWS):
     """Partial dependence (and ICE for one feature), cached per model, data and settings."""
+    sample = max_rows if len(ctx.X) > max_rows else None
+
     def compute():
         from explainers.pdp import partial_dependence
 
-        n = len(ctx.X)
         return partial_dependence(
             ctx.model, ctx.X, list(features), grid_resolution=grid_resolution, percentiles=percentiles,
-            kind="both" if len(features) == 1 else "average",
-            sample=PDP_MAX_ROWS if n > PDP_MAX_ROWS else None, random_state=0,
+            kind="both" if len(features) == 1 else "average", sample=sample, random_state=0,
         )
 
-    key = ("pdp", ctx.model_key, ctx.data_key, features, grid_resolution, percentiles)
+    key = ("pdp", ctx.model_key, ctx.data_key, features, grid_resolution, percentiles, sample)
     return result_cache().get_or_compute(key, compute)
 
 

@@ -8,7 +8,7 @@ st.title("How does the prediction move with a feature?")
 cols = list(ctx.X.columns)
 numeric = [c for c in cols if ctx.X[c].dtype.kind in "biuf"]
 
-c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
+c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 2, 1])
 state.valid_choice("pdp_f1", cols)
 f1 = c1.selectbox("Feature", cols, key="pdp_f1")
 state.valid_choice("pdp_f2", ["(none)"] + [c for c in cols if c != f1])
@@ -17,12 +17,15 @@ state.share_in_url(feature=f1, feature2=None if f2 == "(none)" else f2)
 two_d = f2 != "(none)"
 grid = c3.number_input("Grid points", 2, 200, 20 if two_d else 40, key="pdp_grid2" if two_d else "pdp_grid")
 lo, hi = c4.slider("Percentile range", 0, 100, (5, 95), key="pdp_pct")
+max_rows = int(c5.number_input("Rows", 50, 100_000, min(len(ctx.X), state.PDP_MAX_ROWS), step=100,
+                               key="pdp_rows", help="A seeded sample of this many rows lies behind "
+                               "the curves; fewer rows, a faster first view."))
 features = (f1, f2) if two_d else (f1,)
 ci = state.pdp_class(ctx)
 
 try:
     with st.spinner("Computing partial dependence…"):
-        res = state.pdp(ctx, features, int(grid), (lo / 100, hi / 100))
+        res = state.pdp(ctx, features, int(grid), (lo / 100, hi / 100), max_rows)
 except Exception as exc:
     state.show_error(exc)
     st.stop()
