@@ -8,7 +8,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import explainers.shap as shap_pkg
-from explainers.errors import InvalidModelError
+from explainers.errors import ExplainerError, InvalidModelError
 from explainers.shap import EXPLAINERS, ExactShap, KernelShap, explain
 
 
@@ -38,10 +38,9 @@ def test_auto_linear_for_scaled_logistic_pipeline(data):
     assert "not linear in the features" in proba.params["reason"]
 
 
-def test_auto_exact_when_small_else_kernel(data, forest):
+def test_auto_exact_when_small_else_kernel(data, forest, monkeypatch):
     X, _ = data
-    if "tree" in EXPLAINERS:
-        pytest.skip("tree.py exists: forests go to TreeShap")
+    monkeypatch.delitem(EXPLAINERS, "tree", raising=False)  # the model-agnostic choice
     res = explain(forest, X.iloc[:3], background=X.iloc[10:20])
     assert res.method == "exact" and "all 32 coalitions fit in n_samples=2048" in res.params["reason"]
     res = explain(forest, X.iloc[:3], background=X.iloc[10:20], n_samples=20)
@@ -108,3 +107,19 @@ def test_package_imports_without_tree_module():
     assert {"linear", "exact", "kernel"} <= set(EXPLAINERS)
     assert {"LinearShap", "ExactShap", "KernelShap", "explain", "ShapResult"} <= set(shap_pkg.__all__)
     assert ("TreeShap" in shap_pkg.__all__) == hasattr(shap_pkg, "TreeShap")
+
+
+def test_auto_tree_mode_follows_the_background(data, forest):
+    X, _ = data
+    bg = X.iloc[10:30]
+    inter = explain(forest, X.iloc[:4], background=bg)
+    assert inter.method == "tree" and "interventional" in inter.params["reason"]
+    exact = ExactShap(forest, bg).explain(X.iloc[:4])
+    np.testing.assert_allclose(inter.values, exact.values, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(inter.base_values, exact.base_values, rtol=1e-12)
+    path = explain(forest, X.iloc[:4])
+    assert path.method == "tree" and "path-dependent" in path.params["reason"]
+    forced = explain(forest, X.iloc[:4], background=bg, tree_mode="path_dependent")
+    np.testing.assert_allclose(forced.values, path.values, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ExplainerError, match="'tree_mode' parameter of explain"):
+        explain(forest, X.iloc[:4], tree_mode="cover")

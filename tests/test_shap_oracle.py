@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 
 from explainers.shap import ExactShap, KernelShap, LinearShap
 
-shap = pytest.importorskip("shap")
+import shap  # noqa: E402  (test-only oracle, in requirements-dev.txt)
 pytestmark = pytest.mark.filterwarnings("ignore:X does not have valid feature names")
 
 P = 4

@@ -32,7 +32,7 @@ from explainers._trees import flatten_model
 from explainers.errors import ExplainerError, InvalidModelError, InvalidParameterError
 from explainers.shap import ExactShap, TreeShap, explain
 
-shap = pytest.importorskip("shap")
+import shap  # noqa: E402  (test-only oracle, in requirements-dev.txt)
 
 P = 5
 ATOL = 1e-6
@@ -128,19 +128,23 @@ def _brute_pd(model, X, missing=None):
 
 
 # --------------------------------------------------------- shap, every model
-@pytest.mark.parametrize("nan", [False, True], ids=["clean", "nan_train"])
+# (model, trained with NaN): GradientBoosting does not take NaN
+ZOO = [(name, nan) for name in MODELS for nan in (False, True) if not (nan and name in NO_NAN)]
+ZOO_IDS = [f"{name}-{'nan' if nan else 'clean'}" for name, nan in ZOO]
+
+
 @pytest.mark.parametrize("depth", [1, 4, 12])
-@pytest.mark.parametrize("name", list(MODELS))
-def test_path_dependent_equals_shap(name, depth, nan):
-    if nan and name in NO_NAN:
-        pytest.skip("GradientBoosting does not take NaN")
+@pytest.mark.parametrize("name, nan", ZOO, ids=ZOO_IDS)
+def test_path_dependent_equals_shap(name, nan, depth):
     model, X = _fit(name, depth, nan)
     rows = X[:25]
     ours = TreeShap(model).explain(rows, nan_is_missing=False)
     ref = shap.TreeExplainer(model, feature_perturbation="tree_path_dependent")
     np.testing.assert_allclose(ours.values, _shap_values(ref, rows).reshape(ours.values.shape), atol=ATOL)
     expected = np.reshape(ref.expected_value, -1)
-    np.testing.assert_allclose(ours.base_values.reshape(len(rows), -1), np.tile(expected, (len(rows), 1)), atol=ATOL)
+    np.testing.assert_allclose(
+        ours.base_values.reshape(len(rows), -1), np.tile(expected, (len(rows), 1)), atol=ATOL
+    )
     ours.check_additivity(atol=1e-9)
     # unmasked rows: the prediction is the model's own raw output
     np.testing.assert_allclose(
@@ -148,11 +152,8 @@ def test_path_dependent_equals_shap(name, depth, nan):
     )
 
 
-@pytest.mark.parametrize("nan", [False, True], ids=["clean", "nan_train"])
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name, nan", ZOO, ids=ZOO_IDS)
 def test_interventional_equals_shap(name, nan):
-    if nan and name in NO_NAN:
-        pytest.skip("GradientBoosting does not take NaN")
     model, X = _fit(name, 6, nan)
     rows, bg = X[:20], _data(False, 40, seed=1)[0]
     ours = TreeShap(model, bg, mode="interventional").explain(rows, nan_is_missing=False)
@@ -216,7 +217,8 @@ def test_masked_interventional_equals_exact(n_rows):
     np.testing.assert_allclose(ours.values, ex.values, atol=1e-12)
     np.testing.assert_allclose(ours.predictions, ex.predictions, atol=1e-12)
     # ModelAdapter.predict_masked is the same marginalisation
-    np.testing.assert_allclose(ours.predictions, ModelAdapter(model).predict_masked(rows, mask, bg), atol=1e-12)
+    masked = ModelAdapter(model).predict_masked(rows, mask, bg)
+    np.testing.assert_allclose(ours.predictions, masked, atol=1e-12)
 
 
 def test_nan_cells_are_missing_by_default():
@@ -243,6 +245,31 @@ def test_textbook_fallback_equals_tables(mode):
     assert fast.params["trees_with_tables"] == 4 and slow.params["trees_textbook"] == 4
     np.testing.assert_allclose(fast.values, slow.values, atol=1e-12)
     np.testing.assert_allclose(fast.predictions, slow.predictions, atol=1e-12)
+
+
+def test_per_tree_fallback(monkeypatch):
+    """Trees whose paths hold too many features take the recursion, the rest tables."""
+    import explainers.shap.tree as tree_mod
+
+    model, X = _fit("rf_reg", 6, False)
+    ref = TreeShap(model).explain(X[:20])
+    assert ref.params["trees_textbook"] == 0
+    monkeypatch.setattr(tree_mod, "MAX_TABLE_BITS", 4)
+    mixed = TreeShap(model).explain(X[:20])
+    assert mixed.params["trees_textbook"] > 0
+    np.testing.assert_allclose(mixed.values, ref.values, atol=1e-12)
+    np.testing.assert_allclose(mixed.predictions, ref.predictions, atol=1e-12)
+
+
+def test_every_feature_missing_and_progress():
+    model, X = _fit("gb_clf2", 3, False)
+    seen = []
+    res = TreeShap(model).explain(X[:300], np.ones(P, bool), progress=lambda d, n: seen.append((d, n)))
+    assert np.all(res.values == 0.0) and seen[-1] == (150, 150)
+    np.testing.assert_allclose(res.predictions, res.base_values, atol=1e-12)
+    bg = X[:30]
+    iv = TreeShap(model, bg, mode="interventional").explain(X[:5], np.ones(P, bool))
+    np.testing.assert_allclose(iv.predictions, model.decision_function(bg).mean(), atol=1e-12)
 
 
 # ----------------------------------------------- the seed's worked example

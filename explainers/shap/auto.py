@@ -118,6 +118,7 @@ def explain(
     n_samples: int = 2048,
     random_state: int | None = 0,
     max_evals: int = MAX_EXACT_EVALS,
+    tree_mode: str | None = None,
     progress: Progress | None = None,
 ) -> ShapResult:
     """Explain rows of X with SHAP values, picking the method if asked.
@@ -150,6 +151,11 @@ def explain(
         Seeds the background sample and KernelShap's draws.
     max_evals : int, default=MAX_EXACT_EVALS
         ExactShap's limit on 2**n_features x n_background.
+    tree_mode : {"path_dependent", "interventional"} or None, default=None
+        TreeShap's value function. None: ``"interventional"`` when a
+        background is given (so Tree, Exact and Kernel answer the same
+        question about the same background), ``"path_dependent"`` (training
+        cover, no background) otherwise.
     progress : callable(done_rows, total_rows), default=None
 
     Returns
@@ -183,7 +189,10 @@ def explain(
         "n_samples": n_samples,
         "random_state": random_state,
         "max_evals": max_evals,
+        "mode": tree_mode or ("path_dependent" if background is None else "interventional"),
     }
+    if options["mode"] not in ("path_dependent", "interventional"):
+        raise param_error("tree_mode", "explain", "'path_dependent', 'interventional' or None", tree_mode)
     if method == "auto":
         # the default background is a sample of at most 100 rows of X
         n_bg = min(100, len(frame)) if background is None else len(adapter.to_frame(background))
@@ -209,4 +218,6 @@ def explain(
         )
         reason = f"TreeShap declined ({exc}); {reason2}"
         res = _call(EXPLAINERS[chosen], base_model, background, options, frame, missing, nan_is_missing, progress)
+    if res.method == "tree":
+        reason = f"{reason} ({options['mode'].replace('_', '-')} value function)"
     return replace(res, params={**res.params, "reason": reason, "method_requested": method})

@@ -1,0 +1,563 @@
+"""Exact Tree SHAP for scikit-learn tree models, compiled with numba.
+
+:class:`TreeShap` explains what the trees themselves add up to (shap's
+``model_output="raw"``): the regression value, the class probabilities of a
+forest, the log-odds (margin) of a boosting classifier. Two value functions:
+
+* ``mode="path_dependent"``: a missing feature is integrated out by following
+  both children of its splits, weighted by the training cover (Lundberg et al.
+  2020, Algorithm 2; the seed's worked example ``f_S = 10/80 * 27 + 70/80 * 39``).
+  No background data.
+* ``mode="interventional"``: a missing feature takes the values of background
+  rows, ``f_S(x_S) = mean_b f(x_S, b_C)`` (eq. 16 of the SHAP seed), the same game
+  as :class:`~explainers.shap.ExactShap` with that background.
+
+Most trees go through per-leaf tables over the subsets of the leaf's path
+features, built once per model (see :mod:`explainers.shap._tree_kernels`);
+trees whose tables would be too large fall back, one tree at a time, to the
+textbook recursion. Rows run in parallel threads (the kernels release the GIL).
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._trees import TreeEnsemble, flatten_model, is_tree_model
+from ..errors import InvalidDataError, InvalidModelError, param_error
+from ..model import ModelAdapter
+from . import _tree_kernels as K
+from ._common import (
+    Progress,
+    as_frame,
+    check_background_columns,
+    check_int,
+    check_progress,
+    check_random_state,
+    make_adapter,
+    missing_mask,
+    output_label,
+    pattern_groups,
+    prepare_background,
+    shape_output,
+)
+from .result import ShapResult
+
+__all__ = ["TreeShap", "MODES"]
+
+MODES = ("path_dependent", "interventional")
+#: most distinct features on one leaf's path for which a leaf table is built
+MAX_TABLE_BITS = 14
+#: largest table of one tree, in entries (8 bytes each, per table column)
+MAX_TREE_TABLE_ENTRIES = 2**18
+#: rows that share a missing pattern before that pattern gets its own tables;
+#: below it the rows go through the textbook recursion (no table build)
+MIN_PATTERN_ROWS = 16
+#: rows per thread task (a multiple of the kernels' row block)
+CHUNK_ROWS = 8 * K.BLOCK
+#: below this many (row, leaf) visits a call stays on one thread: starting
+#: threads costs more than it saves on small work
+MIN_PARALLEL_WORK = 2_000_000
+
+
+@dataclass(eq=False)
+class _Plan:
+    """Everything the kernels need for one missing-feature pattern."""
+
+    masked: np.ndarray  # (p,) bool
+    table_trees: np.ndarray  # trees done with leaf tables
+    text_trees: np.ndarray  # trees done with the textbook recursion
+    node_bit: np.ndarray
+    leaf_m: np.ndarray
+    leaf_foff: np.ndarray
+    flat_feat: np.ndarray
+    flat_coef: np.ndarray
+    leaf_toff: np.ndarray
+    leaf_lw: np.ndarray
+    table: np.ndarray  # (n_columns, n_entries): K, or R0 R1 G
+    pair: np.ndarray  # (n_nodes,) uint8: parents whose two leaves share merged tables
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.table.nbytes)
+
+
+def _n_jobs(n_jobs: int | None) -> int:
+    if n_jobs is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not on Linux
+            return max(1, os.cpu_count() or 1)
+    return int(n_jobs)
+
+
+class TreeShap:
+    """Exact SHAP values of a scikit-learn tree model, path-dependent or interventional.
+
+    Parameters
+    ----------
+    model : estimator or ModelAdapter
+        A fitted DecisionTree*, ExtraTree*, RandomForest*, ExtraTrees*,
+        GradientBoosting* or HistGradientBoosting* model (regressor or
+        classifier, binary or multiclass, single output; trees trained on data
+        with NaN included).
+    background : DataFrame or array-like of shape (n_background, n_features), default=None
+        Rows that stand in for missing features in ``mode="interventional"``;
+        ``None`` draws a seeded sample of up to 100 complete rows of the X passed
+        to :meth:`explain`. Not used in path-dependent mode.
+    mode : {"path_dependent", "interventional"}, default="path_dependent"
+        The value function: cover-weighted (no data needed) or the mean over
+        background rows.
+    output : {"auto", "raw", "proba", "log_odds"}, default="auto"
+        ``"auto"`` and ``"raw"`` explain what the trees add up to: the
+        regression value, the class probabilities of a forest or single tree,
+        the margin (log-odds) of a boosting classifier. ``"proba"`` is accepted
+        for forests and trees, ``"log_odds"`` for binary boosting, where they
+        mean the same; other outputs are not sums of tree values (use
+        :class:`~explainers.shap.ExactShap` or :class:`~explainers.shap.KernelShap`).
+    class_index : int, default=None
+        Explain only this output column.
+    feature_names : sequence of str, default=None
+        Feature names when the model does not carry them.
+    n_jobs : int, default=None
+        Threads over rows (and over trees when building tables); ``None`` uses
+        every available core.
+    max_table_mb : float, default=64
+        Memory for the leaf tables of one missing pattern. Trees beyond it (and
+        trees whose paths hold more than 14 distinct features) use the
+        textbook recursion, which is exact too, just slower.
+
+    Attributes
+    ----------
+    ensemble : TreeEnsemble
+        The flattened trees.
+
+    See Also
+    --------
+    ExactShap : the interventional definition for any model (2**p coalitions).
+
+    Notes
+    -----
+    Features marked missing (``missing=``, or NaN while ``nan_is_missing``) are
+    left out of the game: their attribution is exactly 0 and
+    ``base_values + values.sum(1)`` equals the prediction with them
+    integrated out. With ``nan_is_missing=False`` a NaN is a value and follows
+    each split's learned missing-value direction, as ``predict`` does.
+
+    Examples
+    --------
+    >>> res = TreeShap(forest).explain(X_test[:5])
+    >>> res.check_additivity()
+    >>> TreeShap(forest, X_train[:100], mode="interventional").explain(X_test[:5], ["age"])
+    """
+
+    method = "tree"
+    _func = "TreeShap"
+
+    def __init__(
+        self,
+        model,
+        background=None,
+        mode: str = "path_dependent",
+        *,
+        output: str = "auto",
+        class_index: int | None = None,
+        feature_names: Sequence[str] | None = None,
+        n_jobs: int | None = None,
+        max_table_mb: float = 64.0,
+    ):
+        if mode not in MODES:
+            raise param_error("mode", "TreeShap", f"one of {list(MODES)}", mode)
+        if n_jobs is not None:
+            check_int(n_jobs, "n_jobs", "TreeShap", 1)
+        number = isinstance(max_table_mb, (int, float)) and not isinstance(max_table_mb, bool)
+        if not number or not max_table_mb >= 0:
+            raise param_error("max_table_mb", "TreeShap", "a number >= 0", max_table_mb)
+        est = model.model if isinstance(model, ModelAdapter) else model
+        if not is_tree_model(est):
+            raise InvalidModelError(
+                f"TreeShap explains scikit-learn tree models (DecisionTree, RandomForest, "
+                f"ExtraTrees, GradientBoosting, HistGradientBoosting); got {type(est).__name__}. "
+                "Use ExactShap or KernelShap, or explain(method='auto')."
+            )
+        ens = flatten_model(est)
+        adapter_output = self._adapter_output(est, ens, output)
+        self.adapter = make_adapter(
+            model, feature_names=feature_names, output=adapter_output, class_index=class_index
+        )
+        if self.adapter._n_cols != ens.n_raw:  # pragma: no cover - a flatten/adapter mismatch
+            raise InvalidModelError(
+                f"TreeShap cannot line up the {ens.n_raw} tree outputs of this "
+                f"{type(est).__name__} with its {self.adapter._n_cols} prediction columns."
+            )
+        check_background_columns(self.adapter, background)
+        self.model = est
+        self.ensemble: TreeEnsemble = ens
+        self.mode = mode
+        self.output = output
+        self.background = background
+        self.n_jobs = _n_jobs(n_jobs)
+        self.max_table_mb = float(max_table_mb)
+        # contiguous int64 / float64 copies, so every kernel compiles for one signature
+        self._nodes = dict(
+            feature=np.ascontiguousarray(ens.feature, np.int64),
+            threshold=np.ascontiguousarray(ens.threshold, np.float64),
+            left=np.ascontiguousarray(ens.left, np.int64),
+            right=np.ascontiguousarray(ens.right, np.int64),
+            missing_left=np.ascontiguousarray(ens.missing_go_left, np.int64),
+            cover=np.ascontiguousarray(ens.cover, np.float64),
+            value=np.ascontiguousarray(ens.value, np.float64),
+            node_offsets=np.ascontiguousarray(ens.node_offsets, np.int64),
+            tree_output=np.ascontiguousarray(ens.tree_output, np.int64),
+        )
+        self._n_leaves = int((ens.left < 0).sum())
+        self._plans: dict[bytes, _Plan] = {}  # missing pattern -> tables (this background)
+        self._bg_key = None
+
+    # ------------------------------------------------------------ model checks
+    @staticmethod
+    def supports(model) -> bool:
+        """True if TreeShap can take this model (used by :func:`~explainers.shap.explain`)."""
+        est = model.model if isinstance(model, ModelAdapter) else model
+        return is_tree_model(est) and getattr(est, "n_outputs_", 1) == 1
+
+    @staticmethod
+    def _adapter_output(est, ens: TreeEnsemble, output: str) -> str:
+        """The ModelAdapter output whose columns are the trees' own (raw) output."""
+        outputs = ("auto", "raw", "proba", "log_odds")
+        if output not in outputs:
+            raise param_error("output", "TreeShap", f"one of {list(outputs)}", output)
+        from sklearn.base import is_classifier
+
+        clf = is_classifier(est)
+        forest_like = ens.transform == "identity" and clf  # averages class fractions
+        if output == "proba" and not forest_like:
+            raise param_error(
+                "output",
+                f"TreeShap for {type(est).__name__}",
+                "'auto' or 'raw' (its trees add up to a margin, and probabilities are a "
+                "nonlinear function of it; use ExactShap or KernelShap to explain them)",
+                output,
+            )
+        if output == "log_odds" and ens.transform != "sigmoid":
+            raise param_error(
+                "output",
+                f"TreeShap for {type(est).__name__}",
+                "'auto' or 'raw' (only a binary boosting classifier's trees add up to log-odds; "
+                "use ExactShap or KernelShap for other outputs)",
+                output,
+            )
+        # a forest has no decision_function, so "raw" gives its probabilities
+        return "raw"
+
+    # ------------------------------------------------------------------ plans
+    def _budget_entries(self, ncols: int) -> int:
+        return int(self.max_table_mb * 2**20 / 8 / ncols)
+
+    def _build_plan(self, masked: np.ndarray, bg: np.ndarray | None, use_tables: bool) -> _Plan:
+        """Leaf tables for one missing pattern (``masked``), or a textbook-only plan."""
+        nd = self._nodes
+        ens = self.ensemble
+        n_nodes, n_trees = ens.n_nodes, ens.n_trees
+        iv = self.mode == "interventional"
+        ncols = 3 if iv else 1
+        all_trees = np.arange(n_trees, dtype=np.int64)
+        i64 = lambda n: np.zeros(n, np.int64)  # noqa: E731
+        if not use_tables:
+            return _Plan(masked, i64(0), all_trees, i64(1), i64(1), i64(1), i64(1),
+                         np.zeros(1), i64(1), np.zeros(1), np.zeros((ncols, 1)),
+                         np.zeros(1, np.uint8))
+        node_bit = np.full(n_nodes, -1, np.int64)
+        leaf_m = np.full(n_nodes, -1, np.int64)
+        leaf_lw = np.ones(n_nodes)
+        leaf_foff = i64(n_nodes)
+        args = (nd["feature"], nd["left"], nd["right"], nd["cover"], nd["node_offsets"], masked,
+                int(ens.max_depth))
+        K.leaf_paths(*args, False, leaf_foff, node_bit, leaf_m, leaf_lw, i64(0), np.zeros(0))
+        is_leaf = nd["left"] < 0
+        m_leaf = np.where(is_leaf, leaf_m, 0)
+        leaf_foff[:] = np.cumsum(m_leaf) - m_leaf
+        flat_feat = i64(int(m_leaf.sum()))
+        flat_z = np.zeros(len(flat_feat))
+        K.leaf_paths(*args, True, leaf_foff, node_bit, leaf_m, leaf_lw, flat_feat, flat_z)
+
+        starts = nd["node_offsets"][:-1]
+        tree_of_node = np.repeat(np.arange(n_trees), np.diff(nd["node_offsets"]))
+        max_m = np.maximum.reduceat(m_leaf, starts)
+        # (capped: such leaves fail MAX_TABLE_BITS anyway, and 2**m must not overflow)
+        entries = np.where(is_leaf, np.left_shift(1, np.minimum(m_leaf, 40)), 0)
+        # path-dependent sibling leaves of a single-output tree share merged
+        # tables (half the look-ups per row, twice the entries); see merge_pd_pairs
+        lc, rc = nd["left"], nd["right"]
+        parents = np.zeros(n_nodes, bool)
+        if not iv:
+            single_tree = (nd["tree_output"] >= 0) | (ens.n_raw == 1)
+            parents = ~is_leaf & (node_bit >= 0) & single_tree[tree_of_node]
+            parents[parents] &= is_leaf[lc[parents]] & is_leaf[rc[parents]]
+            entries[lc[parents]] *= 2
+            entries[rc[parents]] *= 2
+        tree_entries = np.add.reduceat(entries, starts)
+        ok = (max_m <= MAX_TABLE_BITS) & (tree_entries <= MAX_TREE_TABLE_ENTRIES)
+        if not iv:
+            # a zero cover ratio would need a division by zero in the table formula
+            zero_leaf = np.zeros(n_nodes, bool)
+            zero_leaf[np.repeat(np.arange(n_nodes), m_leaf)[flat_z == 0]] = True
+            ok &= ~np.logical_or.reduceat(zero_leaf, starts)
+        # the tables fill the memory budget in tree order; later trees fall back
+        used = np.cumsum(np.where(ok, tree_entries, 0))
+        ok &= used <= self._budget_entries(ncols)
+        table_trees = np.flatnonzero(ok).astype(np.int64)
+        text_trees = np.flatnonzero(~ok).astype(np.int64)
+
+        in_table = is_leaf & ok[tree_of_node]
+        sizes = np.where(in_table, entries, 0)
+        leaf_toff = np.cumsum(sizes) - sizes
+        total = int(sizes.sum())
+        table = np.zeros((ncols, max(total, 1)))
+        leaves = np.flatnonzero(in_table).astype(np.int64)
+        flat_coef = np.zeros(len(flat_z))
+        if len(leaves):
+            bits = int(min(MAX_TABLE_BITS, max(1, m_leaf[leaves].max())))
+            if iv:
+                c, cp = K.shapley_iv_weights(bits)
+                counts = np.zeros(table.shape[1])
+                # trees split among threads: each writes only its own leaves' entries
+                chunks = [a for a in np.array_split(table_trees, self.n_jobs * 4) if len(a)]
+                build_work = float(len(bg)) * len(leaves) + total
+                self._map(
+                    lambda tr: K.build_iv_tables(
+                        tr, nd["node_offsets"], nd["feature"], nd["threshold"], nd["left"],
+                        nd["right"], nd["missing_left"], node_bit, leaf_m, leaf_toff, bg,
+                        int(ens.max_depth), c, cp, counts, table, leaf_lw),
+                    chunks,
+                    build_work,
+                )
+            else:
+                z = flat_z
+                np.divide(1.0 - z, z, out=flat_coef, where=z > 0)
+                w = K.shapley_pd_weights(bits)
+                chunks = [a for a in np.array_split(leaves, self.n_jobs * 4) if len(a)]
+                self._map(
+                    lambda lv: K.build_pd_tables(lv, leaf_m, leaf_foff, flat_z, leaf_lw,
+                                                 leaf_toff, w, bits, table),
+                    chunks,
+                    float(total) * bits,
+                )
+            # single-output trees: fold each leaf's value into its table, saving the
+            # kernel a multiplication per look-up (multi-output trees keep value rows)
+            col = nd["tree_output"][tree_of_node[leaves]]
+            single = (col >= 0) | (ens.n_raw == 1)
+            v0 = np.where(single, nd["value"][leaves, np.maximum(col, 0)], 1.0)
+            table[:, :total] *= np.repeat(v0, sizes[leaves])[None, :]
+            leaf_lw[leaves] *= v0
+        parents &= ok[tree_of_node]
+        if parents.any():
+            K.merge_pd_pairs(np.flatnonzero(parents).astype(np.int64), lc, rc, node_bit, leaf_m,
+                             leaf_foff, flat_coef, leaf_toff, table)
+        return _Plan(masked, table_trees, text_trees, node_bit, leaf_m, leaf_foff, flat_feat,
+                     flat_coef, leaf_toff, leaf_lw, table, parents.astype(np.uint8))
+
+    def _plan_for(self, masked: np.ndarray, n_rows: int, bg: np.ndarray | None) -> _Plan:
+        if not masked.any():
+            key = masked.tobytes()
+            if key not in self._plans:
+                self._plans[key] = self._build_plan(masked, bg, True)
+            return self._plans[key]
+        # rare patterns: building tables would cost more than the rows they serve
+        return self._build_plan(masked, bg, n_rows >= MIN_PATTERN_ROWS)
+
+    # ------------------------------------------------------------------- runs
+    def _map(self, fn, items, work: float = float("inf")) -> None:
+        if self.n_jobs == 1 or len(items) <= 1 or work < MIN_PARALLEL_WORK:
+            for it in items:
+                fn(it)
+            return
+        with ThreadPoolExecutor(max_workers=self.n_jobs) as pool:
+            for _ in pool.map(fn, items):
+                pass
+
+    def _run_rows(self, plan: _Plan, X: np.ndarray, rows: np.ndarray, bg, out, pred, tick) -> None:
+        nd = self._nodes
+        md = int(self.ensemble.max_depth)
+        iv = self.mode == "interventional"
+        c = cp = None
+        if iv and len(plan.text_trees):
+            c, cp = K.shapley_iv_weights(md + 1)
+
+        def work(chunk):
+            if len(plan.table_trees):
+                K.table_rows(
+                    X, chunk, plan.table_trees, nd["node_offsets"], nd["feature"],
+                    nd["threshold"], nd["left"], nd["right"], nd["missing_left"], plan.node_bit,
+                    plan.leaf_m, plan.leaf_foff, plan.flat_feat, plan.flat_coef, plan.leaf_toff,
+                    plan.leaf_lw, plan.table[0], plan.table[min(1, len(plan.table) - 1)],
+                    plan.table[-1], iv, plan.pair, nd["value"], nd["tree_output"], md, out, pred)
+            if len(plan.text_trees):
+                if iv:
+                    K.textbook_iv_rows(
+                        X, chunk, plan.text_trees, nd["node_offsets"], nd["feature"],
+                        nd["threshold"], nd["left"], nd["right"], nd["missing_left"],
+                        plan.masked, bg, nd["value"], nd["tree_output"], md, c, cp, out, pred)
+                else:
+                    K.textbook_pd_rows(
+                        X, chunk, plan.text_trees, nd["node_offsets"], nd["feature"],
+                        nd["threshold"], nd["left"], nd["right"], nd["missing_left"],
+                        nd["cover"], plan.masked, nd["value"], nd["tree_output"], md, out, pred)
+            return len(chunk)
+
+        per = max(K.BLOCK, min(CHUNK_ROWS, -(-len(rows) // self.n_jobs)))
+        chunks = [rows[s : s + per] for s in range(0, len(rows), per)]
+        # rough cost: every row visits every leaf (the textbook trees cost more)
+        leaves = self._n_leaves * (1 if not len(plan.text_trees) else 8)
+        if self.n_jobs == 1 or len(chunks) == 1 or len(rows) * leaves < MIN_PARALLEL_WORK:
+            for ch in chunks:
+                tick(work(ch))
+            return
+        with ThreadPoolExecutor(max_workers=self.n_jobs) as pool:
+            for done in pool.map(work, chunks):
+                tick(done)
+
+    def _expected_value_pd(self) -> np.ndarray:
+        """Cover-weighted mean of the raw output: each leaf weighs cover / root cover."""
+        ens = self.ensemble
+        nd = self._nodes
+        tree_of_node = np.repeat(np.arange(ens.n_trees), np.diff(nd["node_offsets"]))
+        root_cover = nd["cover"][nd["node_offsets"][:-1]][tree_of_node]
+        leaf = nd["left"] < 0
+        w = np.where(leaf, np.divide(nd["cover"], root_cover, out=np.zeros(ens.n_nodes),
+                                     where=root_cover > 0), 0.0)
+        return ens.base + ens.scale * (w[:, None] * nd["value"]).sum(axis=0)
+
+    def explain(
+        self,
+        X,
+        missing=None,
+        *,
+        nan_is_missing: bool = True,
+        progress: Progress | None = None,
+        random_state: int | None = 0,
+    ) -> ShapResult:
+        """Explain rows of X.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_rows, n_features)
+        missing : bool array of shape (n_features,) or (n_rows, n_features), or feature names, default=None
+            Features to leave out of the game. Their attribution is exactly 0 and
+            the explained prediction integrates them out (over cover, or over
+            the background in interventional mode).
+        nan_is_missing : bool, default=True
+            Treat NaN cells of X as missing. With False a NaN is a value that
+            follows the trees' learned missing-value routing.
+        progress : callable(done_rows, total_rows), default=None
+            Called after each chunk of rows.
+        random_state : int, default=0
+            Seed of the background sample (interventional mode without a
+            background only).
+
+        Returns
+        -------
+        ShapResult
+            ``values`` of shape (n_rows, n_features), or (n_rows, n_features,
+            n_outputs) for several outputs (forest classifiers, multiclass
+            boosting); ``base_values + values.sum(1) == predictions``.
+
+        Raises
+        ------
+        InvalidDataError, InvalidFeatureError
+            For data that does not fit the model, non-numeric columns, or a bad mask.
+        """
+        func = "TreeShap.explain"
+        progress = check_progress(progress, func)
+        adapter = self.adapter
+        ens = self.ensemble
+        frame = as_frame(adapter, X)
+        mask = missing_mask(adapter, frame, missing, bool(nan_is_missing))
+        Xp = ens.prepare_inputs(_numeric(frame, "X"))
+        n, p = Xp.shape
+        iv = self.mode == "interventional"
+        bg = None
+        params = {"mode": self.mode, "nan_is_missing": bool(nan_is_missing),
+                  "class_index": adapter.class_index, "link": ens.transform, "reason": "requested"}
+        if iv:
+            seed = check_random_state(random_state, func)
+            bg_frame, source = prepare_background(
+                adapter, self.background, frame, random_state=seed, func=self._func
+            )
+            bg = ens.prepare_inputs(_numeric(bg_frame, "The background"))
+            key = (source, bg.shape, hash(bg.tobytes()))
+            if key != self._bg_key:  # tables hold background counts: new rows, new tables
+                self._plans.clear()
+                self._bg_key = key
+            base_raw = ens.predict_raw(bg).mean(axis=0)
+            params.update(n_background=len(bg), background=source)
+        else:
+            base_raw = self._expected_value_pd()
+            note = "given but not used" if self.background is not None else "none"
+            params.update(n_background=0, background=f"{note} (path-dependent: tree cover)")
+
+        k = ens.n_raw
+        out = np.zeros((n, p, k))
+        pred = np.zeros((n, k))
+        state = {"done": 0}
+
+        def tick(m: int) -> None:
+            state["done"] += m
+            if progress is not None:
+                progress(state["done"], n)
+
+        n_table = n_text = 0
+        groups = pattern_groups(mask) if mask.any() else [(np.arange(p), np.arange(n))]
+        for present, rows in groups:
+            masked = np.ones(p, dtype=bool)
+            masked[present] = False
+            plan = self._plan_for(masked, len(rows), bg)
+            n_table = max(n_table, len(plan.table_trees))
+            n_text = max(n_text, len(plan.text_trees))
+            self._run_rows(plan, Xp, rows.astype(np.int64), bg, out, pred, tick)
+
+        values = ens.scale * out
+        preds = ens.base[None, :] + ens.scale * pred
+        # masked features are not players: make their zero exact (no -0.0 or round-off)
+        values[np.broadcast_to(mask[:, :, None], values.shape)] = 0.0
+        base = np.repeat(base_raw[None, :], n, axis=0)
+        ci = adapter.class_index
+        if ci is not None:
+            values, base, preds = values[:, :, ci : ci + 1], base[:, ci : ci + 1], preds[:, ci : ci + 1]
+        multi = adapter.n_outputs > 1
+        label = output_label(adapter)
+        if ens.transform == "exp":
+            label = "margin"  # a log-link regressor's trees add up to log(prediction)
+        params.update(
+            n_trees=ens.n_trees,
+            trees_with_tables=int(n_table),
+            trees_textbook=int(n_text),
+            table_mb=round(sum(pl.nbytes for pl in self._plans.values()) / 2**20, 3),
+        )
+        return ShapResult(
+            values=shape_output(values, multi),
+            base_values=shape_output(base, multi),
+            predictions=shape_output(preds, multi),
+            feature_names=list(adapter.feature_names),
+            missing=mask,
+            method=self.method,
+            output=label,
+            output_names=list(adapter.output_names),
+            data=frame.copy(),
+            params=params,
+        )
+
+
+def _numeric(frame: pd.DataFrame, what: str) -> np.ndarray:
+    try:
+        return frame.to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        bad = [c for c, t in frame.dtypes.items() if not pd.api.types.is_numeric_dtype(t)]
+        raise InvalidDataError(
+            f"{what} has non-numeric columns ({', '.join(map(str, bad[:5]))}); scikit-learn "
+            "trees take numbers only. Encode them first (the model was fitted on numbers)."
+        ) from None
