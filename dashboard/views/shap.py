@@ -48,7 +48,7 @@ st.download_button("Download this row's attributions (CSV)", res.to_csv().encode
 st.divider()
 st.subheader("Across many rows")
 g1, g2 = st.columns(2)
-n_rows = int(g1.number_input("Rows in the sample", 10, 5_000, 200 if state.shap_is_fast(ctx) else 30,
+n_rows = int(g1.number_input("Rows in the sample", 10, 20_000, 1_000 if state.shap_is_fast(ctx) else 30,
                              step=10, key="shap_n"))
 show = g2.toggle("Show the global view", value=state.shap_is_fast(ctx), key="shap_global",
                  help="Off by default where SHAP is slow (exact and kernel methods).")

@@ -76,7 +76,7 @@ def test_global_view_on_a_linear_classifier(demo_cards):
     at = _page(name)
     figs = figures(at)
     assert len(figs) == 4  # waterfall, beeswarm, mean |SHAP|, dependence
-    n = 200
+    n = 1_000
     X = state.sample_rows(_ctx(name), n)
     res, _ = _oracle(name, demo_cards[name], X.index.to_numpy())
     mean_abs = dict(zip(array(figs[2]["data"][0]["y"]), array(figs[2]["data"][0]["x"]).astype(float)))
