@@ -25,6 +25,7 @@ rule for every model::
 from __future__ import annotations
 
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -309,7 +310,41 @@ def is_tree_model(model) -> bool:
     return isinstance(model, fam["tree"] + fam["forest"] + fam["gb"] + fam["hgb"])
 
 
+_FLAT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _fitted_signature(model) -> tuple:
+    """Identity of the fitted trees: it changes whenever the model is fitted again."""
+    for attr in ("estimators_", "_predictors", "tree_"):
+        if hasattr(model, attr):
+            return attr, id(getattr(model, attr))
+    return ("none", 0)
+
+
 def flatten_model(model) -> TreeEnsemble:
+    """Flatten a fitted tree model, reusing the result for the same fitted model.
+
+    Explaining one model again and again (the dashboard does, row after row)
+    then pays the per-tree conversion once. The cache holds the model weakly
+    and is keyed by the identity of its fitted trees, so a refit model is
+    flattened anew. See :func:`_flatten_model` for the details.
+    """
+    sig = _fitted_signature(model)
+    try:
+        hit = _FLAT_CACHE.get(model)
+    except TypeError:  # not weak-referenceable or not hashable: no caching
+        return _flatten_model(model)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    ens = _flatten_model(model)
+    try:
+        _FLAT_CACHE[model] = (sig, ens)
+    except TypeError:
+        pass
+    return ens
+
+
+def _flatten_model(model) -> TreeEnsemble:
     """Flatten a fitted scikit-learn tree model into a :class:`TreeEnsemble`.
 
     Parameters

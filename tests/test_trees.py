@@ -136,3 +136,20 @@ def test_dataclass_is_frozen(fitted):
     assert isinstance(e, TreeEnsemble)
     with pytest.raises(Exception):
         e.scale = 2.0
+
+
+def test_flatten_is_reused_until_the_model_is_refit():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from explainers._trees import flatten_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = X[:, 0] - X[:, 1]
+    model = GradientBoostingRegressor(n_estimators=5, random_state=0).fit(X, y)
+    first = flatten_model(model)
+    assert flatten_model(model) is first
+    model.set_params(n_estimators=7).fit(X, y)
+    again = flatten_model(model)
+    assert again is not first and again.n_trees == 7
+    np.testing.assert_allclose(again.predict(X), model.predict(X), rtol=1e-12)
