@@ -152,4 +152,4 @@ def test_flatten_is_reused_until_the_model_is_refit():
     model.set_params(n_estimators=7).fit(X, y)
     again = flatten_model(model)
     assert again is not first and again.n_trees == 7
-    np.testing.assert_allclose(again.predict(X), model.predict(X), rtol=1e-12)
+    np.testing.assert_allclose(again.predict(X)[:, 0], model.predict(X), rtol=1e-12)
