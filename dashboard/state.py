@@ -626,3 +626,32 @@ def output_label(res, class_index: int | None) -> str:
             res.output, "prediction")
     name = res.output_names[class_index]
     return {"proba": f"P({name})", "log_odds": f"log-odds({name})"}.get(res.output, f"{res.output}({name})")
+
+
+def precomputed_attributions(ctx: ModelContext, folder: str, n_rows: int):
+    """A seeded sample of a finished ``python -m explainers batch`` run, and whether it is this model's.
+
+    Returns (ShapResult, same_model). Raises ExplainerError when the folder
+    holds no finished run.
+    """
+    import json
+    from pathlib import Path
+
+    from explainers.batch import MANIFEST, load_attributions
+
+    path = Path(folder).expanduser()
+    manifest = path / MANIFEST if path.is_dir() else path
+    if not manifest.is_file():
+        raise ExplainerError(
+            f"{folder!r} holds no batch run: give the --out folder of "
+            "`python -m explainers batch` (it contains _manifest.json)."
+        )
+    stamp = manifest.stat().st_mtime_ns
+    res = result_cache().get_or_compute(
+        ("precomputed", str(path.resolve()), stamp, n_rows),
+        lambda: load_attributions(path, sample=n_rows))
+    try:
+        sha = json.loads(manifest.read_text()).get("model", {}).get("sha256")
+    except (OSError, ValueError):
+        sha = None
+    return res, sha == ctx.model_key

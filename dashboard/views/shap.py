@@ -47,15 +47,30 @@ st.download_button("Download this row's attributions (CSV)", res.to_csv().encode
 
 st.divider()
 st.subheader("Across many rows")
+source = st.radio("Attributions from", ["a sample of the data", "a precomputed batch run"], horizontal=True,
+                  key="shap_source", help="A batch run (`python -m explainers batch --out FOLDER`) covers "
+                  "every row of a large file; the page shows a seeded sample of it.")
 g1, g2 = st.columns(2)
 n_rows = int(g1.number_input("Rows in the sample", 10, 20_000, 1_000 if state.shap_is_fast(ctx) else 30,
                              step=10, key="shap_n"))
-show = g2.toggle("Show the global view", value=state.shap_is_fast(ctx), key="shap_global",
-                 help="Off by default where SHAP is slow (exact and kernel methods).")
+if source == "a sample of the data":
+    show = g2.toggle("Show the global view", value=state.shap_is_fast(ctx), key="shap_global",
+                     help="Off by default where SHAP is slow (exact and kernel methods).")
+else:
+    folder = g2.text_input("Batch output folder on this server", key="shap_batch_dir",
+                           placeholder="e.g. /data/shap_out")
+    show = bool(folder)
 if show:
     bar = st.progress(0.0, text="Explaining the sample…")
     try:
-        glob = state.explain_sample(ctx, n_rows, method, state.ProgressBar(bar, "Rows explained"))
+        if source == "a sample of the data":
+            glob = state.explain_sample(ctx, n_rows, method, state.ProgressBar(bar, "Rows explained"))
+        else:
+            glob, same_model = state.precomputed_attributions(ctx, folder, n_rows)
+            total = glob.params.get("n_rows_total", len(glob.values))
+            st.caption(f"{len(glob.values):,} of {total:,} precomputed rows ({glob.method}).")
+            if not same_model:
+                st.warning("This batch run was computed for another model file than the one chosen here.")
     except Exception as exc:
         bar.empty()
         state.show_error(exc)
@@ -66,8 +81,8 @@ if show:
     left.plotly_chart(figures.beeswarm_figure(glob, class_index=gci), key="shap_beeswarm")
     right.plotly_chart(figures.mean_abs_figure(glob, class_index=gci), key="shap_meanabs")
     d1, d2 = st.columns(2)
-    feat = d1.selectbox("Dependence of", list(ctx.X.columns), key="shap_dep")
-    colour = d2.selectbox("Coloured by", ["(none)"] + list(ctx.X.columns), key="shap_dep_col")
+    feat = d1.selectbox("Dependence of", list(glob.feature_names), key="shap_dep")
+    colour = d2.selectbox("Coloured by", ["(none)"] + list(glob.feature_names), key="shap_dep_col")
     st.plotly_chart(figures.dependence_figure(glob, feat, None if colour == "(none)" else colour,
                                               class_index=gci), key="shap_dependence")
     st.download_button("Download the sample's attributions (CSV)", glob.to_csv().encode(),

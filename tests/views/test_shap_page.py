@@ -114,3 +114,32 @@ def test_pick_row_by_error_and_classifier_class():
     at.sidebar.selectbox(key=state.CLASS_INDEX).set_value(2).run()
     assert not at.exception
     assert "class_2" in figures(at)[0]["layout"]["title"]["text"]
+
+
+def test_global_view_from_a_precomputed_batch_run(tmp_path, demo_cards):
+    from explainers.batch import explain_file, load_attributions
+
+    name = state.DEFAULT_DEMO
+    p = build.paths(name)
+    data = tmp_path / "rows.parquet"
+    import pandas as pd
+
+    pd.read_parquet(p["parquet"]).drop(columns=demo_cards[name]["target"]).to_parquet(data)
+    out = tmp_path / "shap_out"
+    explain_file(p["skops"], data, out, chunk_rows=1000, block_rows=1000)
+    at = _page()
+    at.radio(key="shap_source").set_value("a precomputed batch run").run()
+    at.text_input(key="shap_batch_dir").set_value(str(out)).run()
+    assert not at.exception, at.exception
+    assert not at.warning  # the same model file
+    want = load_attributions(out, sample=1_000)
+    assert any(f"{len(want.values):,} of 442 precomputed rows" in c.value for c in at.caption)
+    bars = figures(at)[2]["data"][0]
+    got = dict(zip(array(bars["y"]), array(bars["x"]).astype(float)))
+    mean_abs = np.abs(want.values).mean(axis=0)
+    for j, f in enumerate(want.feature_names):
+        if f in got:
+            assert got[f] == pytest.approx(mean_abs[j], rel=1e-12)
+    # a folder without a run is a sentence, not a traceback
+    at.text_input(key="shap_batch_dir").set_value(str(tmp_path)).run()
+    assert not at.exception and "holds no batch run" in at.error[0].value
