@@ -40,7 +40,11 @@ def _idle(page, timeout=180_000):
 def _visit(page, link: str, heading: str, marker: str) -> float:
     t0 = time.perf_counter()
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=link).click()
-    page.get_by_role("heading", name=heading).wait_for(timeout=180_000)
+    try:
+        page.get_by_role("heading", name=heading).wait_for(timeout=60_000)
+    except Exception:
+        page.screenshot(path="/tmp/dashbench_fail.png")
+        raise
     page.locator(f'[data-testid="stPlotlyChart"] {marker}').first.wait_for(state="visible", timeout=180_000)
     return time.perf_counter() - t0
 
@@ -65,6 +69,9 @@ def main(argv=None) -> int:
             page.get_by_test_id("stDataFrame").first.wait_for(timeout=180_000)
             print(f"first page load of a fresh server (Model page): {time.perf_counter() - t0:.2f} s")
             for name in args.models.split(","):
+                if page.get_by_test_id("stSidebarNav").count():  # back to the Model page first
+                    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Model").click()
+                    _idle(page)
                 page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model").click()
                 page.get_by_role("option", name=cards[name]["title"], exact=True).click()
                 page.get_by_role("heading", name=cards[name]["title"]).wait_for(timeout=180_000)

@@ -63,16 +63,14 @@ with st.sidebar:
         state.show_error(exc)
         st.stop()
     if ctx.classes is not None:
-        if st.session_state[state.CLASS_INDEX] >= len(ctx.classes):
-            st.session_state[state.CLASS_INDEX] = 0
+        state.valid_choice(state.CLASS_INDEX, ctx.classes)
         st.selectbox(
-            "Class", list(range(len(ctx.classes))), key=state.CLASS_INDEX,
-            format_func=lambda i: ctx.classes[i],
-            help="The class whose probability the pages explain.",
+            "Class", ctx.classes, index=len(ctx.classes) - 1 if ctx.task == "binary" else 0,
+            key=state.CLASS_INDEX, help="The class whose probability the pages explain.",
         )
     st.caption(f"{ctx.card.get('model_type', '')} · {ctx.task} · {len(ctx.X):,} rows")
     state.share_in_url(model=None if ctx.name == state.UPLOADED else ctx.name,
-                       **{"class": st.session_state[state.CLASS_INDEX] if ctx.classes else None})
+                       **{"class": st.session_state.get(state.CLASS_INDEX) if ctx.classes else None})
     if state.pickles_trusted():
         st.warning("Pickle/joblib uploads are **allowed** on this server (started with "
                    "--trust-pickles): only upload files you trust.", icon=":material/warning:")

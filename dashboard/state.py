@@ -23,7 +23,7 @@ from explainers import ExplainerError, ModelAdapter
 # ----------------------------------------------------------- session-state keys
 ACTIVE = "active_model"  # demo name, or UPLOADED
 UPLOAD = "upload"  # dict: model/data bytes, names, keys, target
-CLASS_INDEX = "class_index"
+CLASS_INDEX = "class_label"  # the class picked in the sidebar, by its label
 LAST_ERROR = "model_page_error"
 UPLOADED = "__uploaded__"
 DEFAULT_DEMO = "diabetes_forest"
@@ -36,7 +36,6 @@ def init_session() -> None:
     """Set every session key once, at the top of app.py."""
     st.session_state.setdefault(ACTIVE, DEFAULT_DEMO)
     st.session_state.setdefault(UPLOAD, None)
-    st.session_state.setdefault(CLASS_INDEX, 0)
     st.session_state.setdefault(LAST_ERROR, None)
 
 
@@ -480,12 +479,24 @@ def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContex
     return table
 
 
+def class_index(ctx: ModelContext) -> int:
+    """Position of the sidebar's class among the model's classes (0 when none is picked).
+
+    The widget holds the class label, not its position: when the model
+    changes, a label the new model lacks simply falls back to the first class.
+    """
+    label = st.session_state.get(CLASS_INDEX)
+    if ctx.classes is None or label is None:
+        return 0
+    return ctx.classes.index(str(label)) if str(label) in ctx.classes else 0
+
+
 def shap_class(res, ctx: ModelContext) -> int | None:
     """The sidebar's class as an output index of a SHAP result (None for one output)."""
     if res.values.ndim == 2:
         return None
     k = res.values.shape[2]
-    ci = int(st.session_state.get(CLASS_INDEX, 0))
+    ci = class_index(ctx)
     return ci if ci < k else k - 1
 
 
@@ -531,7 +542,7 @@ def ale(ctx: ModelContext, feature: str, n_bins: int):
 
 def pdp_class(ctx: ModelContext) -> int | None:
     """The sidebar's class for PDP/ALE figures (None for regression)."""
-    return None if ctx.classes is None else int(st.session_state.get(CLASS_INDEX, 0))
+    return None if ctx.classes is None else class_index(ctx)
 
 
 # ------------------------------------------------------------- progress, URL
@@ -578,11 +589,10 @@ def apply_url() -> None:
     model = qp.get("model")
     if model in demo_build.DEMO_NAMES:
         st.session_state[ACTIVE] = model
-    for param in ("class", "row"):
-        value = qp.get(param)
-        if value is not None and value.isdigit():
-            st.session_state[URL_KEYS[param]] = int(value)
-    for param in ("feature", "feature2"):
+    value = qp.get("row")
+    if value is not None and value.isdigit():
+        st.session_state[URL_KEYS["row"]] = int(value)
+    for param in ("class", "feature", "feature2"):
         if qp.get(param):
             st.session_state[URL_KEYS[param]] = qp.get(param)
 

@@ -6,7 +6,7 @@ from dashboard import figures, state
 ctx = state.current()
 st.title("Why this prediction?")
 
-table = state.row_table(ctx.model_key, ctx.data_key, int(st.session_state.get(state.CLASS_INDEX, 0)), ctx)
+table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx)
 c1, c2, c3 = st.columns([2, 2, 1])
 pick_by = c1.radio("Pick a row by", ["index", "highest prediction", "lowest prediction"]
                    + (["largest error"] if "error" in table else []), horizontal=True, key="shap_pick")

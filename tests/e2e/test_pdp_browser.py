@@ -19,3 +19,20 @@ def test_pdp_1d_then_2d(page, app_url):
                                                                                                        timeout=30_000)
     expect(page.get_by_text("cells have no data rows behind them")).to_be_visible()
     expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_switching_between_classifiers_keeps_pages_working(page, app_url, demo_cards):
+    """Binary then 3-class model in one session: the class picker follows (a regression test)."""
+    page.goto(f"{app_url}/effects?model=breast_cancer_hgb")
+    wait_idle(page)
+    sidebar = page.get_by_test_id("stSidebar")
+    # the positive class (classes_[1]) by default, as scikit-learn counts it
+    expect(sidebar.get_by_role("combobox", name="Class")).to_have_value(demo_cards["breast_cancer_hgb"]["classes"][1])
+    for name in ("wine_gb", "breast_cancer_logistic", "diabetes_forest"):
+        sidebar.get_by_role("combobox", name="Model").click()
+        page.get_by_role("option", name=demo_cards[name]["title"], exact=True).click()
+        settle(page)
+        expect(page.get_by_role("heading", name="How does the prediction move with a feature?")).to_be_visible()
+        expect(page.get_by_test_id("stPlotlyChart").first.locator(".js-plotly-plot")).to_be_visible(timeout=60_000)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+        expect(page.get_by_text("This app has encountered an error")).to_have_count(0)

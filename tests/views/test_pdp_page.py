@@ -83,7 +83,7 @@ def test_2d_marks_the_empty_corner_on_correlated_housing(demo_cards):
 def test_classifier_class_switch_and_categorical(demo_cards):
     at = _page("wine_gb")
     before = _pd_trace(figures(at)[0])
-    at.sidebar.selectbox(key=state.CLASS_INDEX).set_value(2).run()
+    at.sidebar.selectbox(key=state.CLASS_INDEX).set_value("class_2").run()
     assert not at.exception
     after = _pd_trace(figures(at)[0])
     assert not np.allclose(array(before["y"]).astype(float), array(after["y"]).astype(float))

@@ -111,7 +111,7 @@ def test_pick_row_by_error_and_classifier_class():
     at = _page("wine_gb")
     at.radio(key="shap_pick").set_value("largest error").run()
     assert not at.exception
-    at.sidebar.selectbox(key=state.CLASS_INDEX).set_value(2).run()
+    at.sidebar.selectbox(key=state.CLASS_INDEX).set_value("class_2").run()
     assert not at.exception
     assert "class_2" in figures(at)[0]["layout"]["title"]["text"]
 
