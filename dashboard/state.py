@@ -32,6 +32,23 @@ TRUST_FLAG = "--trust-pickles"
 TRUST_ENV = "GLASSBOX_TRUST_PICKLES"
 
 
+#: widget keys of the pages, kept when the user goes to another page and back
+PAGE_KEY_PREFIXES = ("pdp_", "shap_", "imp_", "whatif_", "rep_")
+_NOT_KEPT = {"rep_download"}  # buttons cannot be given a value
+
+
+def keep_page_widgets() -> None:
+    """Keep the pages' widget values across page switches.
+
+    Streamlit forgets a widget's value when a run does not draw it (another
+    page is shown); writing the value back as plain session state on every run
+    keeps it, so a page comes back as it was left.
+    """
+    for key in list(st.session_state.keys()):
+        if isinstance(key, str) and key.startswith(PAGE_KEY_PREFIXES) and key not in _NOT_KEPT:
+            st.session_state[key] = st.session_state[key]
+
+
 def init_session() -> None:
     """Set every session key once, at the top of app.py."""
     st.session_state.setdefault(ACTIVE, DEFAULT_DEMO)

@@ -54,8 +54,9 @@ g1, g2 = st.columns(2)
 n_rows = int(g1.number_input("Rows in the sample", 10, 20_000, 1_000 if state.shap_is_fast(ctx) else 30,
                              step=10, key="shap_n"))
 if source == "a sample of the data":
-    show = g2.toggle("Show the global view", value=state.shap_is_fast(ctx), key="shap_global",
-                     help="Off by default where SHAP is slow (exact and kernel methods).")
+    show = g2.toggle("Show the global view", value=False, key="shap_global",
+                     help="Beeswarm, mean |SHAP| and dependence over the sample: about 0.1 s for "
+                          "tree and linear models, longer for exact and kernel SHAP.")
 else:
     folder = g2.text_input("Batch output folder on this server", key="shap_batch_dir",
                            placeholder="e.g. /data/shap_out")

@@ -35,6 +35,7 @@ def test_pick_demo_and_upload(page, app_url, demo_cards, user_files):
     expect(page.get_by_role("heading", name=demo_cards["wine_gb"]["title"])).to_be_visible(timeout=30_000)
     expect(page.get_by_text("multiclass", exact=True)).to_be_visible()
     expect(page.get_by_test_id("stSidebar").get_by_role("combobox", name="Class")).to_be_visible()
+    settle(page)  # let the rerun finish before touching the uploaders
 
     # upload a model and a data file that lacks a column: a sentence, and the model stays
     uploaders = page.get_by_test_id("stFileUploader")

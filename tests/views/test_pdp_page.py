@@ -103,3 +103,16 @@ def test_returning_to_a_feature_is_cached():
     at.selectbox(key="pdp_f1").set_value("bmi").run()
     assert not at.exception
     assert cache.misses == misses  # PDP and ALE of bmi came from the cache, nothing recomputed
+
+
+def test_choices_survive_a_trip_to_another_page():
+    at = _page()
+    at.selectbox(key="pdp_f1").set_value("bmi").run()
+    at.toggle(key="pdp_centered").set_value(True).run()
+    at.switch_page("views/shap.py").run()
+    at.multiselect(key="shap_mask").set_value(["s5"]).run()
+    at.switch_page("views/pdp.py").run()
+    assert not at.exception
+    assert at.selectbox(key="pdp_f1").value == "bmi" and at.toggle(key="pdp_centered").value is True
+    at.switch_page("views/shap.py").run()
+    assert at.multiselect(key="shap_mask").value == ["s5"]

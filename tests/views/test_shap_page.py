@@ -74,6 +74,9 @@ def test_masked_feature_is_zero_and_masked_prediction_shown(demo_cards):
 def test_global_view_on_a_linear_classifier(demo_cards):
     name = "breast_cancer_logistic"
     at = _page(name)
+    assert len(figures(at)) == 1  # the row's waterfall; the global view is one toggle away
+    at.toggle(key="shap_global").set_value(True).run()
+    assert not at.exception
     figs = figures(at)
     assert len(figs) == 4  # waterfall, beeswarm, mean |SHAP|, dependence
     n = 1_000
