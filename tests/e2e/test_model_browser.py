@@ -52,6 +52,7 @@ def test_pick_demo_and_upload(page, app_url, demo_cards, user_files):
     # now the right data file, with its target column
     data_up.get_by_test_id("stFileChipDeleteBtn").click()
     expect(data_up.get_by_test_id("stFileChipName")).to_have_count(0, timeout=30_000)
+    settle(page)
     data_up.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(user_files / "engine.csv"))
     expect(data_up.get_by_test_id("stFileChipName")).to_have_text("engine.csv", timeout=30_000)
     settle(page)
