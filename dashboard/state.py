@@ -35,6 +35,7 @@ TRUST_ENV = "GLASSBOX_TRUST_PICKLES"
 #: widget keys of the pages, kept when the user goes to another page and back
 PAGE_KEY_PREFIXES = ("pdp_", "shap_", "imp_", "whatif_", "rep_")
 _NOT_KEPT = {"rep_download"}  # buttons cannot be given a value
+_KEPT = "kept::"
 
 
 def keep_page_widgets() -> None:
@@ -44,9 +45,13 @@ def keep_page_widgets() -> None:
     page is shown); writing the value back as plain session state on every run
     keeps it, so a page comes back as it was left.
     """
-    for key in list(st.session_state.keys()):
+    ss = st.session_state
+    for key in list(ss.keys()):
         if isinstance(key, str) and key.startswith(PAGE_KEY_PREFIXES) and key not in _NOT_KEPT:
-            st.session_state[key] = st.session_state[key]
+            ss[_KEPT + key] = ss[key]  # remember what the page shows now
+    for key in list(ss.keys()):
+        if isinstance(key, str) and key.startswith(_KEPT) and key[len(_KEPT):] not in ss:
+            ss[key[len(_KEPT):]] = ss[key]  # the page is back: restore what it showed
 
 
 def init_session() -> None:
@@ -621,6 +626,12 @@ def valid_choice(key: str, options: list, default=None) -> None:
             del st.session_state[key]
         else:
             st.session_state[key] = default
+
+
+def valid_choices(key: str, options: list) -> None:
+    """Keep only the values of a multiselect that are among its options (e.g. after a model switch)."""
+    if key in st.session_state:
+        st.session_state[key] = [v for v in st.session_state[key] if v in options]
 
 
 def share_in_url(**params) -> None:

@@ -30,6 +30,7 @@ for r in results:
 
 if len(results) >= 2:
     comp = state.comparison(ctx.model_key, ctx.data_key, tuple(r.label for r in results), results, ctx.X)
+    state.valid_choice("imp_sort", ["mean of methods"] + comp.methods)
     sort_by = st.selectbox("Sort by", ["mean of methods"] + comp.methods, key="imp_sort")
     st.plotly_chart(figures.importance_bars_figure(comp, sort_by=None if sort_by == "mean of methods" else sort_by),
                     key="imp_bars")

@@ -46,6 +46,7 @@ else:
     show_ice = o1.toggle("ICE curves", value=True, key="pdp_ice")
     centered = o2.toggle("Centered ICE", value=False, key="pdp_centered")
     n_ice = o3.number_input("ICE lines", 1, 1_000, 100, key="pdp_nice")
+    state.valid_choice("pdp_colour", ["(none)"] + [c for c in cols if c != f1])
     colour = o4.selectbox("Colour ICE by", ["(none)"] + [c for c in cols if c != f1], key="pdp_colour")
     color_by = None if colour == "(none)" else (ctx.X[colour].to_numpy()[res.row_indices], colour)
     fig = figures.pdp_figure(res, centered=centered, show_ice=show_ice, max_ice_lines=int(n_ice),

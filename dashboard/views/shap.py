@@ -17,11 +17,13 @@ else:
     col, asc = {"highest prediction": ("prediction", False), "lowest prediction": ("prediction", True),
                 "largest error": ("error", False)}[pick_by]
     top = table.sort_values(col, ascending=asc, kind="stable").head(50)
+    state.valid_choice("shap_row_sorted", top.row.tolist())
     row = int(c2.selectbox("Row", top.row.tolist(), key="shap_row_sorted",
                            format_func=lambda r: f"row {r}: prediction {table.prediction[r]:.4g}"
                            + (f", error {table.error[r]:.3g}" if "error" in table else "")))
 method = c3.selectbox("Method", state.SHAP_METHODS, key="shap_method")
 state.share_in_url(row=row)
+state.valid_choices("shap_mask", list(ctx.X.columns))
 masked = st.multiselect("Treat as missing", list(ctx.X.columns), key="shap_mask",
                         help="A missing feature leaves the game: it gets exactly 0 and the prediction "
                              "is averaged over the background for it.")
@@ -82,6 +84,8 @@ if show:
     left.plotly_chart(figures.beeswarm_figure(glob, class_index=gci), key="shap_beeswarm")
     right.plotly_chart(figures.mean_abs_figure(glob, class_index=gci), key="shap_meanabs")
     d1, d2 = st.columns(2)
+    state.valid_choice("shap_dep", list(glob.feature_names))
+    state.valid_choice("shap_dep_col", ["(none)"] + list(glob.feature_names))
     feat = d1.selectbox("Dependence of", list(glob.feature_names), key="shap_dep")
     colour = d2.selectbox("Coloured by", ["(none)"] + list(glob.feature_names), key="shap_dep_col")
     st.plotly_chart(figures.dependence_figure(glob, feat, None if colour == "(none)" else colour,

@@ -33,6 +33,7 @@ with st.expander("Feature values", expanded=True):
             options = list(series.dropna().unique())
             edited[col] = box.selectbox(col, options, index=options.index(original[col])
                                         if original[col] in options else 0, key=f"whatif_{col}")
+state.valid_choices("whatif_mask", list(ctx.X.columns))
 missing = st.multiselect("Treat as missing", list(ctx.X.columns), key="whatif_mask")
 
 try:

@@ -116,3 +116,24 @@ def test_choices_survive_a_trip_to_another_page():
     assert at.selectbox(key="pdp_f1").value == "bmi" and at.toggle(key="pdp_centered").value is True
     at.switch_page("views/shap.py").run()
     assert at.multiselect(key="shap_mask").value == ["s5"]
+
+
+def test_model_switch_with_choices_from_the_old_model():
+    at = _page()
+    at.selectbox(key="pdp_colour").set_value("s5").run()
+    at.switch_page("views/shap.py").run()
+    at.multiselect(key="shap_mask").set_value(["bmi"]).run()
+    at.radio(key="shap_pick").set_value("highest prediction").run()
+    at.toggle(key="shap_global").set_value(True).run()
+    at.selectbox(key="shap_dep").set_value("s5").run()
+    at.switch_page("views/importance.py").run()
+    at.selectbox(key="imp_sort").set_value(at.selectbox(key="imp_sort").options[1]).run()
+    at.switch_page("views/whatif.py").run()
+    at.multiselect(key="whatif_mask").set_value(["bmi"]).run()
+    at.sidebar.selectbox(key=state.ACTIVE).set_value("wine_gb").run()
+    for page in ("whatif", "importance", "shap", "pdp"):
+        at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, (page, at.exception)
+        assert not at.error, (page, [e.value for e in at.error])
+    at.switch_page("views/shap.py").run()
+    assert at.multiselect(key="shap_mask").value == []  # 'bmi' is not a wine feature
