@@ -313,12 +313,12 @@ def is_tree_model(model) -> bool:
 _FLAT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _fitted_signature(model) -> tuple:
-    """Identity of the fitted trees: it changes whenever the model is fitted again."""
+def _fitted_trees(model):
+    """The object holding the fitted trees: fitting again replaces it."""
     for attr in ("estimators_", "_predictors", "tree_"):
         if hasattr(model, attr):
-            return attr, id(getattr(model, attr))
-    return ("none", 0)
+            return getattr(model, attr)
+    return None
 
 
 def flatten_model(model) -> TreeEnsemble:
@@ -329,16 +329,18 @@ def flatten_model(model) -> TreeEnsemble:
     and is keyed by the identity of its fitted trees, so a refit model is
     flattened anew. See :func:`_flatten_model` for the details.
     """
-    sig = _fitted_signature(model)
+    trees = _fitted_trees(model)
     try:
         hit = _FLAT_CACHE.get(model)
     except TypeError:  # not weak-referenceable or not hashable: no caching
         return _flatten_model(model)
-    if hit is not None and hit[0] == sig:
+    # compared by identity, with the old holder kept alive in the cache, so a
+    # refit can never reuse its address and pass for the same trees
+    if hit is not None and trees is not None and hit[0] is trees:
         return hit[1]
     ens = _flatten_model(model)
     try:
-        _FLAT_CACHE[model] = (sig, ens)
+        _FLAT_CACHE[model] = (trees, ens)
     except TypeError:
         pass
     return ens
