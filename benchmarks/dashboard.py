@@ -72,9 +72,15 @@ def main(argv=None) -> int:
                 if page.get_by_test_id("stSidebarNav").count():  # back to the Model page first
                     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Model").click()
                     _idle(page)
-                page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model").click()
-                page.get_by_role("option", name=cards[name]["title"], exact=True).click()
-                page.get_by_role("heading", name=cards[name]["title"]).wait_for(timeout=180_000)
+                for attempt in range(3):  # a dropdown click can land before the list opens
+                    page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model").click()
+                    page.get_by_role("option", name=cards[name]["title"], exact=True).click()
+                    try:
+                        page.get_by_role("heading", name=cards[name]["title"]).wait_for(timeout=20_000)
+                        break
+                    except Exception:
+                        if attempt == 2:
+                            raise
                 _idle(page)
                 for link, heading, marker in PAGES:
                     cold = _visit(page, link, heading, marker)

@@ -11,7 +11,11 @@ compute it:
 
 - ``"brute"``: any model. Rows are copied once per grid point, many grid points
   per predict call, and the predictions averaged: the same numbers as
-  scikit-learn's ``partial_dependence(method="brute")``.
+  scikit-learn's ``partial_dependence(method="brute")``. For an MLP or a linear
+  model (bare, or after column-wise scalers in a Pipeline) on float data the
+  same brute-force values are computed with the first affine layer shared
+  across grid points (see :mod:`explainers._pdp_layers`); ``params["brute_path"]``
+  says which way was taken ("first-layer" or "generic").
 - ``"tree"``: scikit-learn tree models only, the same numbers as brute (exact
   PD and ICE over the data rows) from one compiled walk per row and tree that
   carries the whole grid down the tree (see :mod:`explainers._pdp_kernels`).
@@ -502,6 +506,12 @@ def partial_dependence(
         the first cell); the PDP is then the mean of the centred curves.
     method : {"auto", "brute", "tree", "recursion"}, default="auto"
         ``"brute"``: any model; equals scikit-learn's ``method="brute"``.
+        For MLPs and linear models (LinearRegression, Ridge, Lasso,
+        ElasticNet, SGDRegressor, LogisticRegression), bare or after
+        Standard/MinMax/MaxAbs/RobustScaler steps in a Pipeline, with all
+        columns float, the first layer's pre-activation is computed once and
+        updated per grid point (rank-1): still the brute-force definition, to
+        rounding (``params["brute_path"] == "first-layer"``).
         ``"tree"``: scikit-learn tree models (DecisionTree*, ExtraTree*,
         RandomForest*, ExtraTrees*, GradientBoosting* with a constant init,
         HistGradientBoosting* without categorical splits), given as the bare
@@ -653,8 +663,24 @@ def partial_dependence(
             )
         used = "brute" if plan is None else ("tree" if method == "auto" else method)
 
+    brute_path = None
     if used == "brute":
-        ice, avg = _brute(adapter, work, names, grids, keep_ice)
+        # Still the brute-force definition f(v, x_{i,C}) for every row and grid
+        # point; for MLPs and linear models (behind column-wise scalers) the
+        # first affine layer is shared across grid points (a rank-1 update per
+        # feature) instead of re-predicting stacked copies of X.
+        from ._pdp_layers import first_layer_brute, first_layer_plan
+
+        res = None
+        layer_plan = first_layer_plan(adapter, work, grids)
+        if layer_plan is not None:
+            res = first_layer_brute(layer_plan, adapter, work, names, grids, keep_ice)
+        if res is not None:
+            ice, avg = res
+            brute_path = "first-layer"
+        else:
+            ice, avg = _brute(adapter, work, names, grids, keep_ice)
+            brute_path = "generic"
     elif used == "tree":
         ens, transform = plan
         ice, avg = _tree_ice(ens, transform, work, cols, grids, keep_ice)
@@ -703,6 +729,7 @@ def partial_dependence(
         random_state=random_state,
         n_samples=int(n_all),
         model=type(adapter.model).__name__,
+        brute_path=brute_path,
     )
     return PartialDependenceResult(
         feature_names=tuple(names),

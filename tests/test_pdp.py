@@ -349,3 +349,121 @@ def test_recursion_binary_margin_and_class_index(tree_fits):
                              class_index=0)
     assert pos.output_names == ["log-odds(1)"] and neg.output_names == ["log-odds(0)"]
     np.testing.assert_allclose(neg.average, -pos.average, rtol=0, atol=1e-12)
+
+
+# ------------------------------------------- brute with a shared first layer
+from sklearn.linear_model import LinearRegression  # noqa: E402
+from sklearn.neural_network import MLPClassifier, MLPRegressor  # noqa: E402
+from sklearn.preprocessing import MinMaxScaler  # noqa: E402
+
+import explainers.pdp as pdp_module  # noqa: E402
+
+
+def _layer_models():
+    return {
+        "mlp_reg": (lambda: MLPRegressor(hidden_layer_sizes=(12, 6), max_iter=300, random_state=0), 0),
+        "mlp_bin": (lambda: MLPClassifier(hidden_layer_sizes=(10,), max_iter=300, random_state=0), 1),
+        "mlp_3": (lambda: MLPClassifier(hidden_layer_sizes=(10,), activation="tanh", max_iter=300,
+                                        random_state=0), 2),
+        "scaler_mlp": (lambda: make_pipeline(StandardScaler(), MLPRegressor(
+            hidden_layer_sizes=(10,), max_iter=300, random_state=0)), 0),
+        "scaler_logreg_bin": (lambda: make_pipeline(StandardScaler(), LogisticRegression()), 1),
+        "scaler_logreg_3": (lambda: make_pipeline(StandardScaler(), LogisticRegression()), 2),
+        "minmax_ridge": (lambda: make_pipeline(MinMaxScaler(), Ridge()), 0),
+        "linreg": (lambda: LinearRegression(), 0),
+    }
+
+
+@pytest.fixture(scope="module")
+def layer_fits(num_data):
+    import warnings
+
+    X, y, y2, y3 = num_data
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # MLP convergence
+        for name, (make, target) in _layer_models().items():
+            fits[name] = make().fit(X, (y, y2, y3)[target])
+    return fits
+
+
+def _sk_layout(sk_arr, ours):
+    """sklearn puts outputs first (and keeps only the positive class for binary)."""
+    arr = np.moveaxis(sk_arr, 0, -1)
+    if arr.shape[-1] == 1:
+        arr = arr[..., 0]
+    if ours.shape != arr.shape and ours.shape[-1] == 2:  # binary: sklearn has class 1 only
+        ours = ours[..., 1]
+    return arr, ours
+
+
+@pytest.mark.parametrize("name", list(_layer_models()))
+@pytest.mark.parametrize("feats", [[0], [1, 3]])
+def test_first_layer_brute_equals_sklearn_and_generic(layer_fits, num_data, monkeypatch, name, feats):
+    X = num_data[0]
+    model = layer_fits[name]
+    r = partial_dependence(model, X, feats, grid_resolution=6, kind="both", method="brute")
+    assert r.method == "brute" and r.params["brute_path"] == "first-layer"
+    assert r.individual.shape[: 1 + len(feats)] == (len(X),) + r.grid_shape
+    custom = {f: g for f, g in zip(feats, r.grid)}
+    s = sk_pd(model, X, feats, custom_values=custom, kind="both", method="brute")
+    avg, ours_avg = _sk_layout(s["average"], r.average)
+    ind, ours_ind = _sk_layout(s["individual"], r.individual)
+    np.testing.assert_allclose(ours_avg, avg, **TOL)
+    np.testing.assert_allclose(ours_ind, ind, **TOL)
+    # the generic brute path (first-layer plan disabled) gives the same numbers
+    import explainers._pdp_layers as layers
+
+    monkeypatch.setattr(layers, "first_layer_plan", lambda *a, **k: None)
+    g = partial_dependence(model, X, feats, grid_resolution=6, kind="both", method="auto")
+    assert g.params["brute_path"] == "generic"
+    np.testing.assert_allclose(r.average, g.average, **TOL)
+    np.testing.assert_allclose(r.individual, g.individual, **TOL)
+
+
+def test_first_layer_skips_generic_brute(layer_fits, num_data, monkeypatch):
+    X = num_data[0]
+    calls = []
+    real = pdp_module._brute
+    monkeypatch.setattr(pdp_module, "_brute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    r = partial_dependence(layer_fits["mlp_reg"], X, [0], grid_resolution=5, kind="average")
+    assert r.method == "brute" and r.params["brute_path"] == "first-layer" and calls == []
+    # a model it does not cover still goes the generic way
+    tree_pipe = make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=2)).fit(X, num_data[1])
+    r = partial_dependence(tree_pipe, X, [0], grid_resolution=5, kind="average")
+    assert r.params["brute_path"] == "generic" and calls == [1]
+
+
+@pytest.mark.parametrize("output, class_index", [("raw", None), ("log_odds", None), ("proba", 2)])
+def test_first_layer_adapter_outputs(layer_fits, num_data, monkeypatch, output, class_index):
+    X = num_data[0]
+    import explainers._pdp_layers as layers
+
+    for name in ("scaler_logreg_bin", "scaler_logreg_3", "mlp_3"):
+        ad = ModelAdapter(layer_fits[name], output=output)
+        ci = None if (class_index is not None and len(ad.classes) <= class_index) else class_index
+        r = partial_dependence(ad, X, [1, 2], grid_resolution=4, kind="both", class_index=ci)
+        assert r.params["brute_path"] == "first-layer"
+        with monkeypatch.context() as mp:
+            mp.setattr(layers, "first_layer_plan", lambda *a, **k: None)
+            g = partial_dependence(ad, X, [1, 2], grid_resolution=4, kind="both", class_index=ci)
+        assert g.params["brute_path"] == "generic"
+        assert r.average.shape == g.average.shape and r.output_names == g.output_names
+        np.testing.assert_allclose(r.average, g.average, **TOL)
+        np.testing.assert_allclose(r.individual, g.individual, **TOL)
+
+
+def test_first_layer_sample_and_centered(layer_fits, num_data, monkeypatch):
+    X = num_data[0]
+    import explainers._pdp_layers as layers
+
+    monkeypatch.setattr(layers, "_BLOCK_VALUES", 64)  # many small row blocks
+    kw = dict(grid_resolution=5, kind="both", sample=50, centered=True)
+    r = partial_dependence(layer_fits["scaler_mlp"], X, [0, 4], **kw)
+    a = partial_dependence(layer_fits["scaler_mlp"], X, [0, 4], **{**kw, "kind": "average"})
+    monkeypatch.setattr(layers, "first_layer_plan", lambda *a, **k: None)
+    g = partial_dependence(layer_fits["scaler_mlp"], X, [0, 4], **kw)
+    assert r.params["brute_path"] == "first-layer" and g.params["brute_path"] == "generic"
+    np.testing.assert_allclose(r.individual, g.individual, **TOL)
+    np.testing.assert_allclose(r.average, g.average, **TOL)
+    np.testing.assert_allclose(a.average, g.average, **TOL)
