@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ExplainerError, InvalidDataError, InvalidModelError, param_error
-from .io import _coerce_numeric, categorical_features, expected_features, fingerprint, load_model
+from .io import _coerce_numeric, categorical_features, expected_features, fingerprint, load_model, match_columns
 
 __all__ = [
     "explain_file",
@@ -365,19 +365,7 @@ def _resolve_columns(src: _Source, model, target: str | None, func: str) -> _Col
             f"{func} cannot tell which columns the model reads: it records neither "
             "feature_names_in_ nor n_features_in_. Fit it on a DataFrame."
         )
-    missing = [c for c in names if c not in present]
-    if missing:
-        raise InvalidDataError(
-            f"The data lacks {len(missing)} column(s) the model needs: "
-            f"{', '.join(missing[:15])}{' …' if len(missing) > 15 else ''}. Add them to the file "
-            "(or choose the data the model was trained on)."
-        )
-    extra = [c for c in present if c not in names]
-    if extra:
-        notices.append(
-            f"Dropped {len(extra)} column(s) the model does not use: "
-            f"{', '.join(extra[:15])}{' …' if len(extra) > 15 else ''}."
-        )
+    match_columns(present, names, notices)
     return _Columns(list(names), frozenset(categorical_features(model)), target, target_type, target_cast, notices)
 
 

@@ -427,19 +427,7 @@ def load_data(
         names = [str(c) for c in frame.columns]
     if names is not None:
         present = [str(c) for c in frame.columns]
-        missing = [c for c in names if c not in present]
-        if missing:
-            raise InvalidDataError(
-                f"The data lacks {len(missing)} column(s) the model needs: "
-                f"{', '.join(missing[:15])}{' …' if len(missing) > 15 else ''}. Add them to the file "
-                "(or choose the data the model was trained on)."
-            )
-        extra = [c for c in present if c not in names]
-        if extra:
-            notices.append(
-                f"Dropped {len(extra)} column(s) the model does not use: "
-                f"{', '.join(extra[:15])}{' …' if len(extra) > 15 else ''}."
-            )
+        match_columns(present, names, notices)
         if [c for c in present if c in names] != list(names):
             notices.append("Columns were put in the model's order.")
         frame = frame[list(names)]
@@ -449,6 +437,23 @@ def load_data(
         _check_target(y, model)
     key = fingerprint(data + b"\x00target=" + str(target).encode())
     return Dataset(X=frame.reset_index(drop=True), y=None if y is None else y.reset_index(drop=True), notices=notices, fingerprint=key)
+
+
+def match_columns(present: Sequence[str], names: Sequence[str], notices: list[str]) -> None:
+    """Check a file's columns against the model's: a missing one is an error, an extra one a notice."""
+    missing = [c for c in names if c not in present]
+    if missing:
+        raise InvalidDataError(
+            f"The data lacks {len(missing)} column(s) the model needs: "
+            f"{', '.join(missing[:15])}{' …' if len(missing) > 15 else ''}. Add them to the file "
+            "(or choose the data the model was trained on)."
+        )
+    extra = [c for c in present if c not in names]
+    if extra:
+        notices.append(
+            f"Dropped {len(extra)} column(s) the model does not use: "
+            f"{', '.join(extra[:15])}{' …' if len(extra) > 15 else ''}."
+        )
 
 
 def _coerce_numeric(frame: pd.DataFrame, text_ok: set[str], notices: list[str]) -> pd.DataFrame:
