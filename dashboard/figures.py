@@ -495,6 +495,17 @@ def _shap_one_output(result: ShapResult, class_index: int | None, func: str) -> 
     return result.select(k), result.output_names[k]
 
 
+def _shap_row(result: ShapResult, row: int, class_index: int | None, max_display, func: str, *,
+              min_display: int):
+    """One row of one output, checked: (res, label, i, phi, missing, base, pred, values, names)."""
+    res, label = _shap_one_output(result, class_index, func)
+    i = res._check_row(row, func)
+    if isinstance(max_display, bool) or not isinstance(max_display, (int, np.integer)) or max_display < min_display:
+        raise param_error("max_display", func, f"an int >= {min_display}", max_display)
+    return (res, label, i, res.values[i], res.missing[i], float(res.base_values[i]),
+            float(res.predictions[i]), res.data.iloc[i], res.feature_names)
+
+
 def _shap_fmt(v) -> str:
     if isinstance(v, (float, np.floating)):
         if np.isnan(v):
@@ -552,17 +563,8 @@ def waterfall_figure(
         the prediction. ``customdata`` holds the feature index (-1 for the
         "other" bar, -2 for the merged missing bar).
     """
-    func = "waterfall_figure"
-    res, label = _shap_one_output(result, class_index, func)
-    i = res._check_row(row, func)
-    if isinstance(max_display, bool) or not isinstance(max_display, (int, np.integer)) or max_display < 2:
-        raise param_error("max_display", func, "an int >= 2", max_display)
-    phi = res.values[i]
-    miss = res.missing[i]
-    base = float(res.base_values[i])
-    pred = float(res.predictions[i])
-    values = res.data.iloc[i]
-    names = res.feature_names
+    res, label, i, phi, miss, base, pred, values, names = _shap_row(
+        result, row, class_index, max_display, "waterfall_figure", min_display=2)
 
     present = np.flatnonzero(~miss)
     order = present[np.argsort(-np.abs(phi[present]), kind="stable")]
@@ -644,17 +646,8 @@ def force_figure(
         Two Bar traces ("raise" and "lower"): ``x`` are |phi| widths,
         ``base`` their left ends; ``customdata`` the signed phi.
     """
-    func = "force_figure"
-    res, label = _shap_one_output(result, class_index, func)
-    i = res._check_row(row, func)
-    if isinstance(max_display, bool) or not isinstance(max_display, (int, np.integer)) or max_display < 1:
-        raise param_error("max_display", func, "an int >= 1", max_display)
-    phi = res.values[i]
-    miss = res.missing[i]
-    base = float(res.base_values[i])
-    pred = float(res.predictions[i])
-    values = res.data.iloc[i]
-    names = res.feature_names
+    res, label, i, phi, miss, base, pred, values, names = _shap_row(
+        result, row, class_index, max_display, "force_figure", min_display=1)
 
     fig = go.Figure()
     for sign, colour, name in ((1, POSITIVE, "raise"), (-1, NEGATIVE, "lower")):
