@@ -549,6 +549,10 @@ def _build_explainer(method: str, model, background, options: dict):
     cls = _explainer_classes()[method]
     init = inspect.signature(cls.__init__).parameters
     kwargs = {k: v for k, v in options.items() if k in init}
+    if "n_jobs" in init:
+        # one thread per task: the batch's own workers are the parallelism, and a
+        # worker that also spawned a thread per core would oversubscribe the cores
+        kwargs["n_jobs"] = 1
     return cls(model, background, **kwargs)
 
 
