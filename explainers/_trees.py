@@ -279,7 +279,8 @@ def _link_transform(model) -> str:
     return mapping[link]
 
 
-def _forest_family():
+def tree_families() -> dict:
+    """scikit-learn's tree model classes by family: tree, forest, gb (GradientBoosting), hgb."""
     from sklearn.ensemble import (
         ExtraTreesClassifier,
         ExtraTreesRegressor,
@@ -306,7 +307,7 @@ def is_tree_model(model) -> bool:
     A Pipeline is never a tree model here, even if it ends in one: its other
     steps change the inputs the trees see.
     """
-    fam = _forest_family()
+    fam = tree_families()
     return isinstance(model, fam["tree"] + fam["forest"] + fam["gb"] + fam["hgb"])
 
 
@@ -367,7 +368,7 @@ def _flatten_model(model) -> TreeEnsemble:
         non-constant ``init`` estimator, HistGradientBoosting with categorical
         features, or an output link without a transform here.
     """
-    fam = _forest_family()
+    fam = tree_families()
     name = type(model).__name__
     if not is_tree_model(model):
         raise InvalidModelError(

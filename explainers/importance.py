@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InvalidDataError, InvalidFeatureError, InvalidModelError, param_error
+from ._trees import tree_families
 from .model import ModelAdapter, detect_task
 
 __all__ = [
@@ -205,21 +206,10 @@ def mdi(model, *, feature_names: Sequence[str] | None = None) -> ImportanceResul
     """
     preprocessor, est = _split_pipeline(model)
     from sklearn.base import BaseEstimator
-    from sklearn.ensemble import (
-        ExtraTreesClassifier,
-        ExtraTreesRegressor,
-        GradientBoostingClassifier,
-        GradientBoostingRegressor,
-        HistGradientBoostingClassifier,
-        HistGradientBoostingRegressor,
-        RandomForestClassifier,
-        RandomForestRegressor,
-    )
     from sklearn.tree import BaseDecisionTree
 
-    forests = (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor)
-    boosting = (GradientBoostingClassifier, GradientBoostingRegressor)
-    hist = (HistGradientBoostingClassifier, HistGradientBoostingRegressor)
+    fam = tree_families()
+    forests, boosting, hist = fam["forest"], fam["gb"], fam["hgb"]
     if not isinstance(est, (BaseDecisionTree, *forests, *boosting, *hist)):
         raise InvalidModelError(
             f"mdi needs a scikit-learn tree model (a decision tree, random forest, extra "
@@ -589,15 +579,7 @@ class _ForestPredictor:
 
     @staticmethod
     def maybe(model, frame: pd.DataFrame) -> "_ForestPredictor | None":
-        from sklearn.ensemble import (
-            ExtraTreesClassifier,
-            ExtraTreesRegressor,
-            RandomForestClassifier,
-            RandomForestRegressor,
-        )
-
-        forests = (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor)
-        if type(model) not in forests or getattr(model, "n_outputs_", 1) != 1:
+        if type(model) not in tree_families()["forest"] or getattr(model, "n_outputs_", 1) != 1:
             return None  # subclasses may override predict: use the generic path
         if not all(pd.api.types.is_numeric_dtype(t) for t in frame.dtypes):
             return None
@@ -846,16 +828,8 @@ def permutation_importance(
 # ------------------------------------------------------------------------- out of bag
 def _forest_parts(model, func: str):
     """Return (preprocessor, forest) after checking the forest can give OOB rows."""
-    from sklearn.ensemble import (
-        ExtraTreesClassifier,
-        ExtraTreesRegressor,
-        RandomForestClassifier,
-        RandomForestRegressor,
-    )
-
     preprocessor, est = _split_pipeline(model)
-    forests = (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor)
-    if not isinstance(est, forests):
+    if not isinstance(est, tree_families()["forest"]):
         raise InvalidModelError(
             f"{func} needs a bagged forest (RandomForest or ExtraTrees, classifier or "
             f"regressor); got a {type(est).__name__}. Use permutation_importance on held-out "
