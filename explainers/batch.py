@@ -54,7 +54,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import ExplainerError, InvalidDataError, InvalidModelError, param_error
-from .io import _coerce_numeric, categorical_features, expected_features, fingerprint, load_model, match_columns
+from .io import (_coerce_numeric, categorical_features, expected_features, fingerprint, load_model,
+                 match_columns, parquet_schema)
 
 __all__ = [
     "explain_file",
@@ -231,25 +232,11 @@ def _open_source(data) -> _Source:
 
 
 def _open_parquet(path: Path, files: list) -> _Source:
-    import pyarrow.parquet as pq
-
     columns = None
     n_rows = 0
     for f in files:
-        try:
-            meta = pq.ParquetFile(f)
-            names = [str(c) for c in meta.schema_arrow.names]
-            n_rows += int(meta.metadata.num_rows)
-        except Exception as exc:
-            raise InvalidDataError(
-                f"Could not read the Parquet file {f.name!r} ({type(exc).__name__}: {exc}). Check that "
-                "it is a complete Parquet file, or export the data as CSV."
-            ) from None
-        dups = sorted({c for c in names if names.count(c) > 1})
-        if dups:
-            raise InvalidDataError(
-                f"{f.name!r} has duplicate column names: {', '.join(dups)}. Rename them so each column is unique."
-            )
+        meta, names = parquet_schema(f, f.name)
+        n_rows += int(meta.metadata.num_rows)
         if columns is None:
             columns = names
         elif set(names) != set(columns):

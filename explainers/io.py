@@ -266,6 +266,33 @@ def categorical_features(model) -> set[str]:
     return found
 
 
+def parquet_schema(source, name: str | None = None):
+    """Open a Parquet file's metadata; return (ParquetFile, column names), the names unique.
+
+    The names are checked before any data is read: pyarrow itself fails on
+    duplicate names with a message about field references, not about the file.
+    ``name`` labels the file in the messages.
+    """
+    import pyarrow.parquet as pq
+
+    label = f" {name!r}" if name else ""
+    try:
+        pfile = pq.ParquetFile(source)
+        names = [str(c) for c in pfile.schema_arrow.names]
+    except Exception as exc:
+        raise InvalidDataError(
+            f"Could not read the Parquet file{label} ({type(exc).__name__}: {exc}). Check that it is "
+            "a complete Parquet file, or export the data as CSV."
+        ) from None
+    dups = sorted({c for c in names if names.count(c) > 1})
+    if dups:
+        raise InvalidDataError(
+            f"{repr(name) if name else 'The file'} has duplicate column names: {', '.join(dups)}. "
+            "Rename them so each column is unique."
+        )
+    return pfile, names
+
+
 def _read_table(data: bytes, name: str) -> pd.DataFrame:
     if not data or not data.strip():
         raise InvalidDataError("The data file is empty. Upload a CSV or Parquet file with a header row and data.")
@@ -275,21 +302,7 @@ def _read_table(data: bytes, name: str) -> pd.DataFrame:
             f"{Path(name).name!r} is not a data file this tool reads: use CSV (.csv) or Parquet (.parquet)."
         )
     if is_parquet:
-        import pyarrow.parquet as pq
-
-        try:
-            pfile = pq.ParquetFile(io.BytesIO(data))
-            names = list(pfile.schema_arrow.names)
-        except Exception as exc:
-            raise InvalidDataError(
-                f"Could not read the Parquet file ({type(exc).__name__}: {exc}). Check that it is "
-                "a complete Parquet file, or export the data as CSV."
-            ) from None
-        dups = sorted({c for c in names if names.count(c) > 1})
-        if dups:
-            raise InvalidDataError(
-                f"The file has duplicate column names: {', '.join(map(str, dups))}. Rename them so each column is unique."
-            )
+        pfile, _ = parquet_schema(io.BytesIO(data))
         try:
             return pfile.read().to_pandas()
         except Exception as exc:
