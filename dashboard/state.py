@@ -673,7 +673,6 @@ def precomputed_attributions(ctx: ModelContext, folder: str, n_rows: int):
     holds no finished run.
     """
     import json
-    from pathlib import Path
 
     from explainers.batch import MANIFEST, load_attributions
 

@@ -42,7 +42,6 @@ import math
 import numbers
 import os
 import re
-import shutil
 import time
 import warnings
 from dataclasses import dataclass, field

@@ -1,6 +1,5 @@
 """The importance page through AppTest: figures carry the oracle's numbers."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -9,29 +8,18 @@ from sklearn.inspection import permutation_importance as sk_permutation_importan
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
-from demo_models import build
-from explainers import load_data, load_model
 from tests.plotly_json import array, figures
-
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
-
-
-def _page(demo):
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    if demo != state.DEFAULT_DEMO:
-        at.sidebar.selectbox(key=state.ACTIVE).set_value(demo).run()
-    at.switch_page("views/importance.py").run()
-    assert not at.exception, at.exception
-    return at
-
+from tests.views._app import APP, load_demo, open_page
 
 _figures = figures
 
 
+def _page(demo):
+    return open_page("views/importance.py", demo)
+
+
 def _demo(name, card):
-    p = build.paths(name)
-    model = load_model(p["skops"])
-    ds = load_data(p["parquet"], model=model, target=card["target"])
+    model, ds, _ = load_demo(name)
     return model, ds
 
 

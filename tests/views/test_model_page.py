@@ -5,21 +5,15 @@ import numpy as np
 import pytest
 import skops.io as sio
 from sklearn.ensemble import RandomForestClassifier
-from streamlit.testing.v1 import AppTest
 
 from demo_models import build
 from dashboard import state
 
-from pathlib import Path
-
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+from tests.views._app import open_page
 
 
 def _app():
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(timeout=60)
 
 
 def _metrics(at):

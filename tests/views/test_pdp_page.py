@@ -1,32 +1,19 @@
 """The PDP / ICE / ALE page through AppTest: figures carry scikit-learn's numbers."""
-from pathlib import Path
 
 import numpy as np
-import pytest
 from sklearn.inspection import partial_dependence as sk_partial_dependence
-from streamlit.testing.v1 import AppTest
 
 from dashboard import state
-from demo_models import build
-from explainers import load_data, load_model
 from tests.plotly_json import array, figures
-
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
-
+from tests.views._app import load_demo, open_page
 
 def _page(demo=state.DEFAULT_DEMO):
-    at = AppTest.from_file(APP, default_timeout=180).run()
-    if demo != state.DEFAULT_DEMO:
-        at.sidebar.selectbox(key=state.ACTIVE).set_value(demo).run()
-    at.switch_page("views/pdp.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_page("views/pdp.py", demo)
 
 
 def _model(name, card):
-    p = build.paths(name)
-    model = load_model(p["skops"])
-    return model, load_data(p["parquet"], model=model, target=card["target"]).X
+    model, ds, _ = load_demo(name)
+    return model, ds.X
 
 
 def _pd_trace(fig):

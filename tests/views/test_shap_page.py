@@ -1,32 +1,20 @@
 """The SHAP page through AppTest: waterfall, force, masks at 0, global views."""
-from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from demo_models import build
-from explainers import load_data, load_model
 from explainers.shap import explain
 from tests.plotly_json import array, figures
-
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
-
+from tests.views._app import load_demo, open_page
 
 def _page(demo=state.DEFAULT_DEMO):
-    at = AppTest.from_file(APP, default_timeout=180).run()
-    if demo != state.DEFAULT_DEMO:
-        at.sidebar.selectbox(key=state.ACTIVE).set_value(demo).run()
-    at.switch_page("views/shap.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_page("views/shap.py", demo)
 
 
 def _oracle(name, card, rows, method="auto", missing=None):
-    p = build.paths(name)
-    model = load_model(p["skops"])
-    ds = load_data(p["parquet"], model=model, target=card["target"])
+    model, ds, _ = load_demo(name)
     bg = ds.X.iloc[: card["n_train"]]
     take = np.sort(np.random.default_rng(0).choice(len(bg), 100, replace=False)) if len(bg) > 100 else None
     bg = bg if take is None else bg.iloc[take]
@@ -90,17 +78,11 @@ def test_global_view_on_a_linear_classifier(demo_cards):
 
 
 def _ctx(name):
-    """The same context the page builds (outside Streamlit)."""
+    """Stands in for the page's context: sample_rows only reads its X."""
     class Ctx:
-        pass
-    p = build.paths(name)
-    import json
-    card = json.loads(p["json"].read_text())
-    model = load_model(p["skops"])
-    ds = load_data(p["parquet"], model=model, target=card["target"])
-    c = Ctx()
-    c.X = ds.X
-    return c
+        X = load_demo(name)[1].X
+
+    return Ctx()
 
 
 def test_wrong_method_is_a_sentence():

@@ -1,34 +1,18 @@
 """What-if and report pages, and query parameters, through AppTest."""
-from pathlib import Path
 
-import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from dashboard import report, state
-from demo_models import build
-from explainers import ModelAdapter, load_data, load_model
+from explainers import ModelAdapter
 from tests.plotly_json import array, figures
+from tests.views._app import load_demo, open_page
 
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
-
-
-def _page(path, demo=state.DEFAULT_DEMO, query=None):
-    at = AppTest.from_file(APP, default_timeout=180)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.run()
-    if demo != state.DEFAULT_DEMO and not query:
-        at.sidebar.selectbox(key=state.ACTIVE).set_value(demo).run()
-    at.switch_page(path).run()
-    assert not at.exception, at.exception
-    return at
+_page = open_page
 
 
 def _model(name, card):
-    p = build.paths(name)
-    model = load_model(p["skops"])
-    return model, load_data(p["parquet"], model=model, target=card["target"]).X
+    model, ds, _ = load_demo(name)
+    return model, ds.X
 
 
 def test_whatif_edit_moves_the_prediction(demo_cards):
