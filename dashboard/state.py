@@ -115,31 +115,45 @@ def load_data_cached(data_key: str, _data: bytes, filename: str, target: str | N
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _demo_files(name: str, version_key: str) -> tuple[bytes, bytes]:
+def _demo_files(name: str, version_key: str) -> tuple[bytes, bytes, str, str]:
+    """A demo's model and data bytes with their fingerprints, hashed once per process."""
     p = demo_build.paths(name)
-    return p["skops"].read_bytes(), p["parquet"].read_bytes()
+    model_bytes, data_bytes = p["skops"].read_bytes(), p["parquet"].read_bytes()
+    return model_bytes, data_bytes, explainers.fingerprint(model_bytes), explainers.fingerprint(data_bytes)
 
 
 def demo_context(name: str) -> ModelContext:
-    cards = demo_cards()
-    card = cards[name]
-    model_bytes, data_bytes = _demo_files(name, str(card["versions"]))
-    model_key = explainers.fingerprint(model_bytes)
-    model = load_model_cached(model_key, model_bytes, f"{name}.skops", False)
-    data_key = explainers.fingerprint(data_bytes)
-    ds = load_data_cached(data_key, data_bytes, f"{name}.parquet", card["target"], model_key, model)
-    return ModelContext(
-        name=name, title=card["title"], model=model, adapter=ModelAdapter(model),
-        X=ds.X, y=ds.y, model_key=model_key, data_key=ds.fingerprint, card=card, notices=ds.notices,
-    )
+    card = demo_cards()[name]
+    model_bytes, data_bytes, model_key, data_key = _demo_files(name, str(card["versions"]))
+
+    def build() -> ModelContext:
+        model = load_model_cached(model_key, model_bytes, f"{name}.skops", False)
+        ds = load_data_cached(data_key, data_bytes, f"{name}.parquet", card["target"], model_key, model)
+        return ModelContext(
+            name=name, title=card["title"], model=model, adapter=ModelAdapter(model),
+            X=ds.X, y=ds.y, model_key=model_key, data_key=ds.fingerprint, card=card, notices=ds.notices,
+        )
+
+    # one context per model and data, built once: every rerun of every page asks for it
+    return result_cache().get_or_compute(("context", model_key, data_key, card["target"]), build)
 
 
 def load_upload(model_bytes: bytes, model_name: str, data_bytes: bytes, data_name: str,
-                target: str | None) -> ModelContext:
-    """Load an uploaded pair; raises ExplainerError with a readable message on bad input."""
-    model_key = explainers.fingerprint(model_bytes)
+                target: str | None, *, model_key: str | None = None,
+                data_key: str | None = None) -> ModelContext:
+    """Load an uploaded pair; raises ExplainerError with a readable message on bad input.
+
+    Pass the fingerprints when they are known, so the bytes are not hashed again.
+    """
+    model_key = model_key or explainers.fingerprint(model_bytes)
+    data_key = data_key or explainers.fingerprint(data_bytes)
+    return result_cache().get_or_compute(
+        ("context", model_key, data_key, target, model_name, data_name),
+        lambda: _upload_context(model_bytes, model_name, data_bytes, data_name, target, model_key, data_key))
+
+
+def _upload_context(model_bytes, model_name, data_bytes, data_name, target, model_key, data_key) -> ModelContext:
     model = load_model_cached(model_key, model_bytes, model_name, pickles_trusted())
-    data_key = explainers.fingerprint(data_bytes)
     ds = load_data_cached(data_key, data_bytes, data_name, target, model_key, model)
     adapter = ModelAdapter(model, feature_names=list(ds.X.columns))
     card = {
@@ -173,7 +187,8 @@ def current() -> ModelContext:
     active = st.session_state.get(ACTIVE, DEFAULT_DEMO)
     up = st.session_state.get(UPLOAD)
     if active == UPLOADED and up is not None:
-        return load_upload(up["model_bytes"], up["model_name"], up["data_bytes"], up["data_name"], up["target"])
+        return load_upload(up["model_bytes"], up["model_name"], up["data_bytes"], up["data_name"], up["target"],
+                           model_key=up["model_key"], data_key=up["data_key"])
     if active not in demo_build.DEMO_NAMES:
         active = DEFAULT_DEMO
         st.session_state[ACTIVE] = active
@@ -266,14 +281,16 @@ def on_load_upload() -> None:
         return
     target = st.session_state.get(TARGET_COL)
     target = None if target in (None, NO_TARGET) else target
+    model_bytes, data_bytes = mf.getvalue(), df.getvalue()
+    keys = {"model_key": explainers.fingerprint(model_bytes), "data_key": explainers.fingerprint(data_bytes)}
     try:
-        load_upload(mf.getvalue(), mf.name, df.getvalue(), df.name, target)
+        load_upload(model_bytes, mf.name, data_bytes, df.name, target, **keys)
     except Exception as exc:  # keep the model already chosen; say what to fix
         st.session_state[LAST_ERROR] = error_message(exc)
         return
     st.session_state[UPLOAD] = {
-        "model_bytes": mf.getvalue(), "model_name": mf.name,
-        "data_bytes": df.getvalue(), "data_name": df.name, "target": target,
+        "model_bytes": model_bytes, "model_name": mf.name, "data_bytes": data_bytes, "data_name": df.name,
+        "target": target, **keys,
     }
     st.session_state[ACTIVE] = UPLOADED
     st.session_state[LAST_ERROR] = None
@@ -284,7 +301,8 @@ def upload_columns() -> list[str]:
     df = st.session_state.get(DATA_FILE)
     if df is None:
         return []
-    return _peek(explainers.fingerprint(df.getvalue()), df.getvalue(), df.name)
+    # the uploader's file id names this upload: no need to hash the bytes on every rerun
+    return _peek(f"{df.file_id}:{df.size}", df.getvalue(), df.name)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -692,3 +710,57 @@ def precomputed_attributions(ctx: ModelContext, folder: str, n_rows: int):
     except (OSError, ValueError):
         sha = None
     return res, sha == ctx.model_key
+
+
+# --------------------------------------------------------------------- report
+def report_html(ctx: ModelContext, feature: str, row: int, wanted: tuple[bool, bool, bool, bool],
+                bar) -> tuple[str, int]:
+    """The report as one HTML document and its number of sections, built once per choice.
+
+    ``wanted`` says which parts to include: summary, PDP/ICE, SHAP waterfall,
+    importance comparison.
+    """
+    ci = pdp_class(ctx)
+    key = ("report", ctx.model_key, ctx.data_key, feature, row, ci, wanted)
+    return result_cache().get_or_compute(key, lambda: _build_report(ctx, feature, row, wanted, ci, bar))
+
+
+def _build_report(ctx: ModelContext, feature: str, row: int, wanted, ci, bar) -> tuple[str, int]:
+    from dashboard import figures, report
+
+    want_summary, want_pdp, want_shap, want_imp = wanted
+    sections = []
+    if want_summary:
+        sections.append(report.Section("Features", "Types, ranges and missing values of the data.",
+                                       table=feature_summary(ctx.data_key, ctx.X).set_index("feature")))
+    bar.progress(0.25, text="Partial dependence…")
+    if want_pdp:
+        res = pdp(ctx, (feature,), 40, (0.05, 0.95))
+        sections.append(report.Section(f"Partial dependence and ICE: {feature}",
+                                       "The bold line is the average effect; thin lines are single rows.",
+                                       figure=figures.pdp_figure(res, class_index=ci)))
+    bar.progress(0.5, text="SHAP…")
+    if want_shap:
+        sres = explain_row(ctx, row, "auto", ())
+        sci = shap_class(sres, ctx)
+        sections.append(report.Section(f"Why row {row} gets its prediction", additivity_line(sres, 0, sci),
+                                       figure=figures.waterfall_figure(sres, 0, class_index=sci, max_display=12)))
+    bar.progress(0.75, text="Importance…")
+    if want_imp:
+        results, _ = importances(ctx, ["mdi", "oob", "permutation"], 5, 1_000, bar)
+        if len(results) >= 2:
+            comp = comparison(ctx.model_key, ctx.data_key, tuple(r.label for r in results), results, ctx.X)
+            sections.append(report.Section("Variable importance, compared",
+                                           " ".join(f"{r.label}: {r.description}" for r in results),
+                                           figure=figures.importance_bars_figure(comp)))
+        elif results:
+            sections.append(report.Section("Variable importance", results[0].description,
+                                           figure=figures.importance_bars_figure(results[0])))
+    summary = {"Model": ctx.card.get("model_type", ""), "Task": ctx.task, "Rows": f"{len(ctx.X):,}",
+               "Features": ctx.X.shape[1]}
+    if ctx.classes:
+        summary["Classes"] = ", ".join(ctx.classes)
+    if ctx.card.get("metric"):
+        summary[ctx.card["metric"]["name"]] = f"{ctx.card['metric']['value']:.3f}"
+    html_doc = report.build_report(f"Glassbox — {ctx.title}", summary if want_summary else {}, sections)
+    return html_doc, len(sections)
