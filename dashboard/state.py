@@ -385,47 +385,45 @@ def result_cache() -> ResultCache:
     return _RESULTS
 
 
-def importance(model_key: str, data_key: str, method: str, n_repeats: int, max_rows: int,
-               _ctx: ModelContext, _progress=None):
+def importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress=None):
     """One importance result, cached per model, data, method and settings."""
-    key = ("importance", model_key, data_key, method, n_repeats if method == "permutation" else 0,
+    key = ("importance", ctx.model_key, ctx.data_key, method, n_repeats if method == "permutation" else 0,
            max_rows if method in ("permutation", "shap") else 0)
-    return result_cache().get_or_compute(
-        key, lambda: _importance(model_key, data_key, method, n_repeats, max_rows, _ctx, _progress))
+    return result_cache().get_or_compute(key, lambda: _importance(ctx, method, n_repeats, max_rows, progress))
 
 
-def _importance(model_key, data_key, method, n_repeats, max_rows, _ctx, _progress):
+def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress):
     from explainers import importance as imp
 
-    (X_tr, y_tr), (X_ho, y_ho) = split_rows(_ctx)
+    (X_tr, y_tr), (X_ho, y_ho) = split_rows(ctx)
     if method == "mdi":
-        return imp.mdi(_ctx.model)
+        return imp.mdi(ctx.model)
     if method == "oob":
         if y_tr is None:
             raise ExplainerError("Out-of-bag importance needs the target: pick the target column on the Model page.")
-        return imp.oob_permutation_importance(_ctx.model, X_tr, y_tr, progress=_progress)
+        return imp.oob_permutation_importance(ctx.model, X_tr, y_tr, progress=progress)
     if method == "permutation":
         if y_ho is None:
             raise ExplainerError("Permutation importance needs the target: pick the target column on the Model page.")
-        if len(X_ho) > max_rows:
-            take = np.random.default_rng(0).choice(len(X_ho), max_rows, replace=False)
-            take.sort()
-            X_ho, y_ho = X_ho.iloc[take], y_ho.iloc[take]
-        return imp.permutation_importance(_ctx.model, X_ho, y_ho, n_repeats=n_repeats,
-                                          random_state=0, progress=_progress)
+        take = _seeded_rows(len(X_ho), max_rows)
+        return imp.permutation_importance(ctx.model, X_ho.iloc[take], y_ho.iloc[take], n_repeats=n_repeats,
+                                          random_state=0, progress=progress)
     if method == "shap":
-        res = explain_sample(_ctx, max_rows, "auto", _progress)
-        return imp.shap_importance(res)
+        return imp.shap_importance(explain_sample(ctx, max_rows, "auto", progress))
     raise KeyError(method)
 
 
-def background(model_key: str, data_key: str, ctx: ModelContext, n: int = 100) -> pd.DataFrame:
+def _seeded_rows(n_total: int, n: int) -> np.ndarray:
+    """Positions of a seeded sample of n rows (all rows when there are no more), in data order."""
+    if n_total <= n:
+        return np.arange(n_total)
+    return np.sort(np.random.default_rng(0).choice(n_total, n, replace=False))
+
+
+def background(ctx: ModelContext, n: int = 100) -> pd.DataFrame:
     """A seeded sample of the data as the SHAP background (training rows where known)."""
     (X_tr, _), _ = split_rows(ctx)
-    if len(X_tr) <= n:
-        return X_tr
-    take = np.sort(np.random.default_rng(0).choice(len(X_tr), n, replace=False))
-    return X_tr.iloc[take]
+    return X_tr.iloc[_seeded_rows(len(X_tr), n)]
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -457,7 +455,7 @@ def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows:
         progress = ProgressBar(bar, label)
         bar.progress(i / len(methods), text=f"{label}…")
         try:
-            results.append(importance(ctx.model_key, ctx.data_key, method, n_repeats, max_rows, ctx, progress))
+            results.append(importance(ctx, method, n_repeats, max_rows, progress))
         except ExplainerError as exc:
             skipped.append((label, str(exc)))
         except Exception as exc:  # never a traceback on the page
@@ -474,7 +472,7 @@ def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ..
     def compute():
         from explainers.shap import explain
 
-        return explain(ctx.model, ctx.X.iloc[[row]], background=background(ctx.model_key, ctx.data_key, ctx),
+        return explain(ctx.model, ctx.X.iloc[[row]], background=background(ctx),
                        method=method, missing=list(missing) or None)
 
     return result_cache().get_or_compute(("shap_row", ctx.model_key, ctx.data_key, row, method, missing), compute)
@@ -486,17 +484,15 @@ def explain_sample(ctx: ModelContext, n_rows: int, method: str, progress=None):
         from explainers.shap import explain
 
         X = sample_rows(ctx, n_rows)
-        return explain(ctx.model, X, background=background(ctx.model_key, ctx.data_key, ctx),
+        return explain(ctx.model, X, background=background(ctx),
                        method=method, progress=progress)
 
     return result_cache().get_or_compute(("shap_sample", ctx.model_key, ctx.data_key, n_rows, method), compute)
 
 
 def sample_rows(ctx: ModelContext, n_rows: int) -> pd.DataFrame:
-    if len(ctx.X) <= n_rows:
-        return ctx.X
-    take = np.sort(np.random.default_rng(0).choice(len(ctx.X), n_rows, replace=False))
-    return ctx.X.iloc[take]
+    """A seeded sample of the data's rows (the global views, the 2D data overlay)."""
+    return ctx.X.iloc[_seeded_rows(len(ctx.X), n_rows)]
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -668,7 +664,7 @@ def explain_edited(ctx: ModelContext, values: tuple, missing: tuple[str, ...]):
         from explainers.shap import explain
 
         row = pd.DataFrame([list(values)], columns=list(ctx.X.columns)).astype(ctx.X.dtypes.to_dict())
-        return explain(ctx.model, row, background=background(ctx.model_key, ctx.data_key, ctx),
+        return explain(ctx.model, row, background=background(ctx),
                        missing=list(missing) or None)
 
     return result_cache().get_or_compute(("whatif", ctx.model_key, ctx.data_key, values, missing), compute)
