@@ -14,7 +14,7 @@ import pandas as pd
 
 from .errors import InvalidDataError, InvalidFeatureError, InvalidModelError, param_error
 
-__all__ = ["ModelAdapter", "detect_task", "DEFAULT_CHUNK_ROWS"]
+__all__ = ["ModelAdapter", "detect_task", "mix_rows", "DEFAULT_CHUNK_ROWS"]
 
 #: rows sent to the model in one predict call; keeps memory bounded for big data
 DEFAULT_CHUNK_ROWS = 65_536
@@ -65,6 +65,42 @@ def _check_fitted(model) -> None:
                 f"This {type(model).__name__} is not fitted yet: call fit(X, y) on it "
                 "(or upload the fitted model) before explaining it."
             ) from None
+
+
+def mix_rows(x: pd.DataFrame, background: pd.DataFrame, from_x: np.ndarray) -> pd.DataFrame:
+    """Synthetic rows: each row of x crossed with every background row.
+
+    Parameters
+    ----------
+    x : DataFrame of shape (r, p)
+    background : DataFrame of shape (B, p), same columns
+    from_x : bool ndarray of shape (r or 1, c, p)
+        True where a feature keeps x's value, False where it takes the
+        background row's (c patterns per row: masks, or coalitions).
+
+    Returns
+    -------
+    DataFrame of shape (r * c * B, p)
+        Ordered by row, then pattern, then background row. Built column by
+        column, so every dtype survives (categories included).
+    """
+    r, B = len(x), len(background)
+    c = from_x.shape[1]
+    data = {}
+    for j, name in enumerate(x.columns):
+        xj = x[name].to_numpy()
+        keep = from_x[:, :, j]
+        if keep.all():  # the common case of a column nobody masks
+            data[name] = np.repeat(xj, c * B)
+        else:
+            bj = background[name].to_numpy()
+            col = np.where(keep[:, :, None], xj[:, None, None], bj[None, None, :])
+            data[name] = np.broadcast_to(col, (r, c, B)).reshape(-1)
+    synth = pd.DataFrame(data, columns=x.columns)
+    for name, dt in zip(x.columns, x.dtypes):
+        if isinstance(dt, pd.CategoricalDtype):
+            synth[name] = synth[name].astype(dt)
+    return synth
 
 
 class ModelAdapter:
@@ -361,24 +397,9 @@ class ModelAdapter:
             out[full] = self._predict_frame(frame.iloc[np.flatnonzero(full)])
         todo = np.flatnonzero(~full)
         step = max(1, self.chunk_rows // B)
-        cols_x = [frame[c].to_numpy() for c in frame.columns]
-        cols_b = [bg[c].to_numpy() for c in bg.columns]
         for s in range(0, len(todo), step):
             rows = todo[s : s + step]
-            m = mask[rows]
-            data = {}
-            for j, name in enumerate(self.feature_names):
-                xj = cols_x[j][rows]
-                bj = cols_b[j]
-                if not m[:, j].any():
-                    data[name] = np.repeat(xj, B)
-                else:
-                    col = np.where(m[:, j, None], bj[None, :], xj[:, None])
-                    data[name] = col.reshape(-1)
-            synth = pd.DataFrame(data)
-            for name, dt in zip(frame.columns, frame.dtypes):
-                if isinstance(dt, pd.CategoricalDtype):
-                    synth[name] = synth[name].astype(dt)
+            synth = mix_rows(frame.iloc[rows], bg, ~mask[rows][:, None, :])
             pred = self._predict_frame(synth).reshape(len(rows), B, self._n_cols)
             out[rows] = pred.mean(axis=1)
         return self._finish(out)

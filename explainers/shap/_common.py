@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ExplainerError, InvalidDataError, param_error
-from ..model import ModelAdapter
+from ..model import ModelAdapter, mix_rows
 
 #: default number of background rows drawn from X when no background is given
 DEFAULT_BACKGROUND_ROWS = 100
@@ -207,7 +207,6 @@ class CoalitionGame:
             # C order: pandas hands out column-major arrays, and np.where
             # would then build the synthetic rows column-major too (a copy later)
             self.bg_arr = np.ascontiguousarray(background.to_numpy(dtype=float))
-        self.bg_cols = [background[c].to_numpy() for c in self.names]
         self._base = None
 
     def base(self) -> np.ndarray:
@@ -225,16 +224,7 @@ class CoalitionGame:
         if self.numeric:
             arr = np.where(Z[None, :, None, :], x_arr[:, None, None, :], self.bg_arr[None, None, :, :])
             return pd.DataFrame(arr.reshape(r * c * B, -1), columns=self.names, copy=False)
-        data = {}
-        for j, name in enumerate(self.names):
-            xj = x[name].to_numpy()
-            col = np.where(Z[None, :, None, j], xj[:, None, None], self.bg_cols[j][None, None, :])
-            data[name] = col.reshape(-1)
-        synth = pd.DataFrame(data)
-        for name, dt in zip(self.names, self.dtypes):
-            if isinstance(dt, pd.CategoricalDtype):
-                synth[name] = synth[name].astype(dt)
-        return synth
+        return mix_rows(x, self.bg, Z[None, :, :])
 
     def values(self, x: pd.DataFrame, Z: np.ndarray) -> np.ndarray:
         """v for every row of x and coalition row of Z.
