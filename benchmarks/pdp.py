@@ -6,6 +6,7 @@ the two results.
 
     python benchmarks/pdp.py            # full size (several minutes)
     python benchmarks/pdp.py --quick    # smaller data and models (under a minute)
+    python benchmarks/pdp.py --models mlp,hgb   # some of rf, hgb, mlp, ridge
 """
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller data and models")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--models", default="rf,hgb,mlp,ridge", help="comma-separated: rf, hgb, mlp, ridge")
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="limit BLAS/OpenMP threads (both sides) for steadier timings on a busy machine")
     args = ap.parse_args(argv)
@@ -89,6 +91,7 @@ def main(argv=None):
     grid2 = [np.linspace(np.quantile(X[:, j], 0.05), np.quantile(X[:, j], 0.95), g2) for j in (0, 1)]
     print(f"make_friedman1: {n} rows x 10 features; grids {g1} and {g2}x{g2}; ICE on {n_ice} rows")
 
+    wanted = set(args.models.split(","))
     models = {
         f"RandomForest {trees} trees depth {depth}": RandomForestRegressor(
             trees, max_depth=depth, random_state=0, n_jobs=1
@@ -100,7 +103,14 @@ def main(argv=None):
     # warm the compiled kernels once so the first timing is not a compile
     partial_dependence(RandomForestRegressor(2, max_depth=2).fit(X[:50], y[:50]), X[:50], [0, 1],
                        grid_resolution=3)
+    keys = {"RandomForest": "rf", "HistGradientBoosting": "hgb", "MLP": "mlp", "Pipeline": "ridge"}
+
+    def picked(name):
+        return keys[name.split("(")[0].split()[0]] in wanted
+
     for name, model in models.items():
+        if not picked(name):
+            continue
         model.fit(X, y)
         print(f"-- {name}: method='tree' (exact) vs scikit-learn brute")
         compare("1D average", model, X, [0], grid1, "average", "tree", args.repeats, budget)
@@ -115,6 +125,8 @@ def main(argv=None):
         "Pipeline(StandardScaler, Ridge), DataFrame": (make_pipeline(StandardScaler(), Ridge()), frame),
     }
     for name, (model, data) in others.items():
+        if not picked(name):
+            continue
         model.fit(data, y)
         print(f"-- {name}: method='brute' vs scikit-learn brute (goal: ratio <= 0.7)")
         f1, f2 = ([0], [0, 1]) if isinstance(data, np.ndarray) else (["x0"], ["x0", "x1"])

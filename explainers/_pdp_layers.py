@@ -16,10 +16,26 @@ same scikit-learn functions as ``predict``/``predict_proba``, so the values
 match scikit-learn's ``partial_dependence(method="brute")`` to rounding
 (~1e-15). Anything not covered returns ``None`` from :func:`first_layer_plan`
 and the generic brute path is used instead.
+
+ReLU networks go one layer further. For one row, each first-layer unit
+``a_k + v w_k`` is affine in the grid value v, so over the grid it is either
+never positive (ReLU gives 0 everywhere), always positive (ReLU is the
+identity), or it changes sign once. The next layer's pre-activation over the
+whole grid is then::
+
+    Z(v) = b + sum_{k always on} (a_k + v w_k) W[k] + sum_{k switching} relu(a_k + v w_k) W[k]
+         = C + v D + (a few switching units)
+
+with ``C`` and ``D`` computed once per row, instead of one full
+``(H x H')`` product per grid point. :func:`_relu_next_layer` does this for a
+block of rows (compiled); deeper layers and the output head run as before.
+The sums are regrouped, so values agree with scikit-learn to rounding
+(~1e-13), not bit for bit.
 """
 from __future__ import annotations
 
 import numpy as np
+from numba import njit, prange
 
 #: values held per activation buffer (rows x units) in one pass of the network
 _BLOCK_VALUES = 262_144
@@ -47,7 +63,7 @@ def _types():
 class _Plan:
     """What the shared-first-layer evaluation needs (all float64 arrays)."""
 
-    def __init__(self, pre, W0, b0, layers, hidden, head, select):
+    def __init__(self, pre, W0, b0, layers, hidden, head, select, relu=False):
         self.pre = pre          # list of fitted column-wise scalers, applied in order
         self.W0 = W0            # (p, H) first-layer weights
         self.b0 = b0            # (H,) first-layer bias
@@ -55,6 +71,7 @@ class _Plan:
         self.hidden = hidden    # in-place hidden activation (MLP only)
         self.head = head        # (rows, last width) pre-output -> (rows, adapter columns)
         self.select = select    # class_index or None
+        self.relu = relu        # hidden activation is ReLU: the second layer is piecewise affine
 
 
 def _f64(a) -> np.ndarray:
@@ -93,7 +110,7 @@ def first_layer_plan(adapter, frame, grids):
     p = frame.shape[1]
     task = adapter.task
     out = adapter.output
-    layers, hidden = [], None
+    layers, hidden, relu = [], None, False
     if type(final) in mlps:
         from sklearn.neural_network._base import ACTIVATIONS
 
@@ -103,6 +120,7 @@ def first_layer_plan(adapter, frame, grids):
         W0, b0 = coefs[0], inter[0]
         layers = list(zip(coefs[1:], inter[1:]))
         hidden = ACTIVATIONS[final.activation]
+        relu = final.activation == "relu"
         out_act = ACTIVATIONS[final.out_activation_]
         if task == "regression":
             if final.out_activation_ not in ("identity", "exp"):  # exp: poisson loss
@@ -165,7 +183,7 @@ def first_layer_plan(adapter, frame, grids):
     b0 = _f64(b0)
     if W0.ndim != 2 or W0.shape[0] != p:
         return None
-    return _Plan(pre, W0, b0, layers, hidden, head, adapter.class_index)
+    return _Plan(pre, W0, b0, layers, hidden, head, adapter.class_index, relu)
 
 
 def _classifier_head(proba, margin, output, k):
@@ -223,6 +241,12 @@ def first_layer_brute(plan, adapter, frame, names, grids, keep_ice: bool):
     points = np.asarray(list(np.ndindex(*shape)), dtype=np.int64).reshape(-1, len(grids))
     m = len(points)
     K = adapter.n_outputs
+    if plan.relu and plan.layers:
+        P = np.ascontiguousarray(np.column_stack([sg[j][points[:, j]] for j in range(len(cols))]))
+        ice, total = _relu_brute(plan, A0, P, np.ascontiguousarray(W0[cols]), K, keep_ice)
+        if keep_ice:
+            return ice.reshape(n, *shape, K), ice.mean(axis=0).reshape(*shape, K)
+        return None, total.reshape(*shape, K)
     H = W0.shape[1]
     width = max([H] + [W.shape[1] for W, _ in plan.layers])
     # Blocks of rows x grid points small enough to stay in cache through the layers.
@@ -262,3 +286,129 @@ def first_layer_brute(plan, adapter, frame, names, grids, keep_ice: bool):
     if keep_ice:
         return ice.reshape(n, *shape, K), ice.mean(axis=0).reshape(*shape, K)
     return None, total.reshape(*shape, K)
+
+
+def _relu_brute(plan, A0, P, Wv, K, keep_ice):
+    """ICE (or None) and average over all grid points, through :func:`_relu_next_layer`.
+
+    ``A0`` is the first pre-activation without the varied features' terms,
+    ``P`` the (m, n_features) scaled grid points, ``Wv`` their first-layer weights.
+    When the second layer is the output layer, the kernel applies it too, so no
+    (rows x grid x units) buffer is written; deeper layers run as matrix products.
+    """
+    n, m = A0.shape[0], P.shape[0]
+    W1, b1 = (np.ascontiguousarray(_f64(a)) for a in plan.layers[0])
+    rest = plan.layers[1:]
+    fuse = len(rest) == 1
+    if fuse:
+        Wo, bo = (np.ascontiguousarray(_f64(a)) for a in rest[0])
+        rest = []
+    else:
+        Wo, bo = np.zeros((1, 1)), np.zeros(1)
+    first = Wo.shape[1] if fuse else W1.shape[1]
+    width = max([first] + [W.shape[1] for W, _ in rest])
+    rows_per = max(1, min(n, 4 * _BLOCK_VALUES // (m * width)))
+    ice = np.empty((n, m, K)) if keep_ice else None
+    total = np.zeros((m, K))
+    bufs = (np.empty(rows_per * m * width), np.empty(rows_per * m * width))
+    for r in range(0, n, rows_per):
+        r1 = min(n, r + rows_per)
+        rows = (r1 - r) * m
+        A = bufs[0][: rows * first].reshape(r1 - r, m, first)
+        _relu_next_layer(A0, r, r1, P, Wv, W1, b1, fuse, Wo, bo, A)
+        A = A.reshape(rows, first)
+        for li, (W, bias) in enumerate(rest):
+            plan.hidden(A)
+            nxt = bufs[(li + 1) % 2][: rows * W.shape[1]].reshape(rows, W.shape[1])
+            A = np.matmul(A, W, out=nxt)
+            A += bias
+        Y = np.asarray(plan.head(A), dtype=np.float64).reshape(rows, -1)
+        if plan.select is not None:
+            Y = Y[:, plan.select : plan.select + 1]
+        Y = Y.reshape(r1 - r, m, K)
+        if keep_ice:
+            ice[r:r1] = Y
+        else:
+            total += Y.sum(axis=0)
+    return ice, total / n
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _relu_next_layer(A0, r0, r1, P, Wv, W1, b1, fuse, Wo, bo, out):  # pragma: no cover - compiled
+    """Second-layer pre-activations of rows r0..r1 at every grid point (ReLU first layer).
+
+    ``Z[i, g] = b1 + relu(A0[i] + P[g] @ Wv) @ W1``: units that are on over the
+    whole grid (a box, so its corners bound each unit) are folded into
+    ``C + P[g] @ D`` once per row; only the units that change sign inside the
+    grid are added point by point. ``out[i - r0, g]`` receives ``Z[i, g]``, or
+    with ``fuse`` the output layer's pre-activation ``bo + relu(Z[i, g]) @ Wo``.
+    """
+    m, nf = P.shape
+    H = A0.shape[1]
+    H2 = W1.shape[1]
+    Ko = Wo.shape[1]
+    pmin = np.empty(nf)
+    pmax = np.empty(nf)
+    for f in range(nf):
+        pmin[f] = P[0, f]
+        pmax[f] = P[0, f]
+        for g in range(1, m):
+            pmin[f] = min(pmin[f], P[g, f])
+            pmax[f] = max(pmax[f], P[g, f])
+    for i in prange(r0, r1):
+        C = b1.copy()
+        D = np.zeros((nf, H2))
+        z2 = np.empty(H2)
+        switching = np.empty(H, dtype=np.int64)
+        ns = 0
+        for k in range(H):
+            a = A0[i, k]
+            lo = a
+            hi = a
+            for f in range(nf):
+                w = Wv[f, k]
+                if w >= 0.0:
+                    lo += pmin[f] * w
+                    hi += pmax[f] * w
+                else:
+                    lo += pmax[f] * w
+                    hi += pmin[f] * w
+            if hi <= 0.0:
+                continue  # off at every grid point
+            if lo > 0.0:  # on at every grid point: affine in the grid value
+                for c in range(H2):
+                    C[c] += a * W1[k, c]
+                for f in range(nf):
+                    w = Wv[f, k]
+                    for c in range(H2):
+                        D[f, c] += w * W1[k, c]
+            else:
+                switching[ns] = k
+                ns += 1
+        o = out[i - r0]
+        for g in range(m):
+            for c in range(H2):
+                z2[c] = C[c]
+            for f in range(nf):
+                v = P[g, f]
+                for c in range(H2):
+                    z2[c] += v * D[f, c]
+            for s in range(ns):
+                k = switching[s]
+                z = A0[i, k]
+                for f in range(nf):
+                    z += P[g, f] * Wv[f, k]
+                if z > 0.0:
+                    for c in range(H2):
+                        z2[c] += z * W1[k, c]
+            if fuse:
+                for q in range(Ko):
+                    o[g, q] = bo[q]
+                for c in range(H2):
+                    h = z2[c]
+                    if h > 0.0:
+                        for q in range(Ko):
+                            o[g, q] += h * Wo[c, q]
+            else:
+                for c in range(H2):
+                    o[g, c] = z2[c]

@@ -363,6 +363,8 @@ def _layer_models():
     return {
         "mlp_reg": (lambda: MLPRegressor(hidden_layer_sizes=(12, 6), max_iter=300, random_state=0), 0),
         "mlp_bin": (lambda: MLPClassifier(hidden_layer_sizes=(10,), max_iter=300, random_state=0), 1),
+        # three ReLU layers: the second layer is not the output layer (no fused output)
+        "mlp_deep": (lambda: MLPRegressor(hidden_layer_sizes=(9, 7, 5), max_iter=300, random_state=0), 0),
         "mlp_3": (lambda: MLPClassifier(hidden_layer_sizes=(10,), activation="tanh", max_iter=300,
                                         random_state=0), 2),
         "scaler_mlp": (lambda: make_pipeline(StandardScaler(), MLPRegressor(
@@ -419,6 +421,24 @@ def test_first_layer_brute_equals_sklearn_and_generic(layer_fits, num_data, monk
     assert g.params["brute_path"] == "generic"
     np.testing.assert_allclose(r.average, g.average, **TOL)
     np.testing.assert_allclose(r.individual, g.individual, **TOL)
+
+
+@pytest.mark.parametrize("name", ["mlp_reg", "mlp_bin", "mlp_deep", "scaler_mlp"])
+def test_relu_layer_path_with_wide_grids(layer_fits, num_data, name):
+    """Grids far outside the data switch many ReLU units on and off inside the grid:
+    the piecewise-affine second layer must still equal scikit-learn point by point."""
+    X = num_data[0]
+    model = layer_fits[name]
+    rng = np.random.default_rng(7)
+    for feats in ([2], [0, 4]):
+        custom = {f: np.sort(rng.uniform(-6, 7, 9)) for f in feats}
+        r = partial_dependence(model, X, feats, custom_values=custom, kind="both", method="brute")
+        assert r.params["brute_path"] == "first-layer"
+        s = sk_pd(model, X, feats, custom_values=custom, kind="both", method="brute")
+        avg, ours_avg = _sk_layout(s["average"], r.average)
+        ind, ours_ind = _sk_layout(s["individual"], r.individual)
+        np.testing.assert_allclose(ours_avg, avg, **TOL)
+        np.testing.assert_allclose(ours_ind, ind, **TOL)
 
 
 def test_first_layer_skips_generic_brute(layer_fits, num_data, monkeypatch):
