@@ -11,6 +11,13 @@ the leaf value is added to every grid cell of the range rectangle through a
 2-D difference array, so a leaf costs O(n_raw) however wide its range is; one
 prefix sum per row then gives the tree sums at every grid point.
 
+Rows do not walk one at a time: a block of rows goes down each tree together
+(:func:`_walk_group`), partitioned at each split like a tree being grown. A
+row-at-a-time walk is bound by one mispredicted branch per node; a group is
+split by one branch-free pass in which every row makes the same comparison.
+For the average alone (identity transform) a leaf then costs one update per
+group rather than one per row (:func:`pd_sum_kernel`).
+
 A 1-D grid is the 2-D case with ``G2 = 1`` and ``f2 = -1``.
 """
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["ice_tree_kernel", "recursion_kernel", "split_positions", "pack_nodes"]
+__all__ = ["ice_tree_kernel", "pd_sum_kernel", "recursion_kernel", "split_positions", "pack_nodes"]
 
 
 def split_positions(feature: np.ndarray, threshold: np.ndarray, f: int, grid_cmp: np.ndarray) -> np.ndarray:
@@ -54,14 +61,26 @@ def pack_nodes(feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, rig
     return nodes, thr
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _walk_row(
-    Xw, i, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, root, D,
-    s_node, s_lo1, s_hi1, s_lo2, s_hi2,
+@njit(cache=True, nogil=True)
+def _walk_group(
+    Xb, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, root, D, per_row,
+    s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2,
 ):  # pragma: no cover - compiled
-    """Add one tree's leaf values for row ``i`` over the grid into difference array D."""
+    """Add one tree's leaf values for rows ``idx[:m]`` of ``Xb`` over the grid into D.
+
+    All rows go down the tree together. At a split on another feature the group
+    is partitioned in place (a branch-free pass over the rows: every row makes
+    the same comparison, so no per-row branch is mispredicted); at a split on
+    a target feature the whole group follows both children with its grid range
+    cut; at a leaf the value goes into the difference array, once per row
+    (``per_row``: ``D[row]``) or once for the group weighted by its size
+    (``D[0]``). Partitioning keeps the set of rows in ``idx[a:b]``, only its
+    order changes, so a right child pushed earlier still finds its rows there.
+    """
     R = value.shape[1]
     s_node[0] = root
+    s_a[0] = 0
+    s_b[0] = m
     s_lo1[0] = 0
     s_hi1[0] = G1
     s_lo2[0] = 0
@@ -70,22 +89,37 @@ def _walk_row(
     while sp > 0:
         sp -= 1
         node = s_node[sp]
+        a = s_a[sp]
+        b = s_b[sp]
         lo1 = s_lo1[sp]
         hi1 = s_hi1[sp]
         lo2 = s_lo2[sp]
         hi2 = s_hi2[sp]
-        while True:
+        while b > a:
             f = nodes[node, 0]
             if f < 0:  # leaf
                 for r in range(R):
                     v = value[node, r]
-                    D[lo1, lo2, r] += v
-                    if hi2 < G2:
-                        D[lo1, hi2, r] -= v
-                    if hi1 < G1:
-                        D[hi1, lo2, r] -= v
+                    if per_row:
+                        for j in range(a, b):
+                            Dj = D[idx[j]]
+                            Dj[lo1, lo2, r] += v
+                            if hi2 < G2:
+                                Dj[lo1, hi2, r] -= v
+                            if hi1 < G1:
+                                Dj[hi1, lo2, r] -= v
+                                if hi2 < G2:
+                                    Dj[hi1, hi2, r] += v
+                    else:
+                        w = v * (b - a)
+                        D0 = D[0]
+                        D0[lo1, lo2, r] += w
                         if hi2 < G2:
-                            D[hi1, hi2, r] += v
+                            D0[lo1, hi2, r] -= w
+                        if hi1 < G1:
+                            D0[hi1, lo2, r] -= w
+                            if hi2 < G2:
+                                D0[hi1, hi2, r] += w
                 break
             if f == f1:
                 p = pos1[node]
@@ -94,8 +128,10 @@ def _walk_row(
                 elif p >= hi1:
                     node = nodes[node, 1]
                 else:
-                    # both children get part of the range: keep the right part for later
+                    # both children get the whole group, each with part of the range
                     s_node[sp] = nodes[node, 2]
+                    s_a[sp] = a
+                    s_b[sp] = b
                     s_lo1[sp] = p
                     s_hi1[sp] = hi1
                     s_lo2[sp] = lo2
@@ -111,6 +147,8 @@ def _walk_row(
                     node = nodes[node, 1]
                 else:
                     s_node[sp] = nodes[node, 2]
+                    s_a[sp] = a
+                    s_b[sp] = b
                     s_lo1[sp] = lo1
                     s_hi1[sp] = hi1
                     s_lo2[sp] = p
@@ -119,11 +157,33 @@ def _walk_row(
                     hi2 = p
                     node = nodes[node, 1]
             else:
-                x = Xw[i, f]
-                if x != x:  # NaN (rare, so a predictable branch): the learned direction
-                    node = nodes[node, 1] if missing_left[node] else nodes[node, 2]
-                else:
-                    node = nodes[node, 1 + np.int64(x > thr[node, 3])]
+                t = thr[node, 3]
+                ml = np.int64(missing_left[node])
+                # rows going left are packed at idx[a:], rows going right into tmp
+                nl = 0
+                nr = 0
+                for j in range(a, b):
+                    row = idx[j]
+                    x = Xb[row, f]
+                    gl = np.int64(x <= t) | (np.int64(x != x) & ml)
+                    idx[a + nl] = row  # a + nl <= j: never overwrites an unread row
+                    tmp[nr] = row
+                    nl += gl
+                    nr += 1 - gl
+                mid = a + nl
+                for j in range(nr):
+                    idx[mid + j] = tmp[j]
+                if nr > 0:
+                    s_node[sp] = nodes[node, 2]
+                    s_a[sp] = mid
+                    s_b[sp] = b
+                    s_lo1[sp] = lo1
+                    s_hi1[sp] = hi1
+                    s_lo2[sp] = lo2
+                    s_hi2[sp] = hi2
+                    sp += 1
+                b = mid
+                node = nodes[node, 1]
 
 
 @njit(cache=True, nogil=True)
@@ -150,8 +210,8 @@ def ice_tree_kernel(
     for row i with its target features set to grid point (a, b). ``out`` has
     shape (n, G1, G2, K) with K = 2 for the sigmoid transform, else n_raw.
     tcode: 0 identity, 1 exp, 2 sigmoid, 3 softmax. Rows are taken in blocks
-    (in parallel); within a block each tree is walked for every row before the
-    next tree, so the tree's nodes stay in cache.
+    (in parallel); within a block each tree is walked by all rows together
+    before the next tree, so the tree's nodes stay in cache.
     """
     n = Xw.shape[0]
     R = value.shape[1]
@@ -160,17 +220,21 @@ def ice_tree_kernel(
     for blk in prange(n_blocks):
         start = blk * block
         stop = min(n, start + block)
-        D = np.zeros((stop - start, G1, G2, R))
+        m = stop - start
+        Xb = Xw[start:stop]
+        D = np.zeros((m, G1, G2, R))
+        idx = np.arange(m)
+        tmp = np.empty(m, np.int64)
         s_node = np.empty(depth, np.int64)
+        s_a = np.empty(depth, np.int64)
+        s_b = np.empty(depth, np.int64)
         s_lo1 = np.empty(depth, np.int64)
         s_hi1 = np.empty(depth, np.int64)
         s_lo2 = np.empty(depth, np.int64)
         s_hi2 = np.empty(depth, np.int64)
         for t in range(roots.shape[0]):
-            root = roots[t]
-            for i in range(start, stop):
-                _walk_row(Xw, i, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
-                          root, D[i - start], s_node, s_lo1, s_hi1, s_lo2, s_hi2)
+            _walk_group(Xb, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
+                        roots[t], D, True, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
         for i in range(start, stop):
             Di = D[i - start]
             _prefix_sum(Di, G1, G2)
@@ -200,6 +264,41 @@ def ice_tree_kernel(
                             s += e
                         for r in range(R):
                             out[i, a, b, r] /= s
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def pd_sum_kernel(
+    Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots, max_depth, block, sums,
+):  # pragma: no cover - compiled
+    """Sum over the rows of ``Xw`` of the unscaled tree sums at every grid point.
+
+    ``sums`` has shape (n_blocks, G1, G2, n_raw); block ``k`` receives the sum
+    over its rows (after the prefix sums). For an identity transform the
+    partial dependence is ``base + scale * sums.sum(0) / n``: a leaf then costs
+    one update per row group, not one per row.
+    """
+    n = Xw.shape[0]
+    depth = max_depth + 2
+    n_blocks = (n + block - 1) // block
+    for blk in prange(n_blocks):
+        start = blk * block
+        stop = min(n, start + block)
+        m = stop - start
+        Xb = Xw[start:stop]
+        D = sums[blk : blk + 1]
+        idx = np.arange(m)
+        tmp = np.empty(m, np.int64)
+        s_node = np.empty(depth, np.int64)
+        s_a = np.empty(depth, np.int64)
+        s_b = np.empty(depth, np.int64)
+        s_lo1 = np.empty(depth, np.int64)
+        s_hi1 = np.empty(depth, np.int64)
+        s_lo2 = np.empty(depth, np.int64)
+        s_hi2 = np.empty(depth, np.int64)
+        for t in range(roots.shape[0]):
+            _walk_group(Xb, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
+                        roots[t], D, False, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
+        _prefix_sum(D[0], G1, G2)
 
 
 @njit(cache=True, nogil=True)

@@ -49,8 +49,11 @@ _BRUTE_ROWS = 32_768
 #: serialises compiled calls: numba's fallback "workqueue" threading layer may
 #: not be entered from two threads at once (Streamlit runs sessions in threads)
 _KERNEL_LOCK = threading.Lock()
-#: rows walked together through one tree at a time (keeps that tree's nodes in cache)
-_TREE_BLOCK_ROWS = 128
+#: rows walked together through one tree at a time, per ICE block (each row
+#: keeps its own grid of sums, so the block bounds that memory)
+_TREE_BLOCK_ROWS = 256
+#: rows per block when only the row sum is wanted (one grid of sums per block)
+_TREE_SUM_BLOCK_ROWS = 2048
 
 
 @dataclass(frozen=True, eq=False)
@@ -338,7 +341,7 @@ def _finish_outputs(arr: np.ndarray, adapter: ModelAdapter) -> np.ndarray:
 
 def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, keep_ice: bool):
     """ICE (or only its row sum) over a sorted numeric grid, via the compiled walk."""
-    from ._pdp_kernels import ice_tree_kernel, pack_nodes, split_positions
+    from ._pdp_kernels import ice_tree_kernel, pack_nodes, pd_sum_kernel, split_positions
     from ._trees import TRANSFORMS
 
     Xw = ens.prepare_inputs(frame.to_numpy(dtype=np.float64))
@@ -355,6 +358,14 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
     n = Xw.shape[0]
     tcode = TRANSFORMS.index(transform)
     nodes, thr = pack_nodes(ens.feature, ens.threshold, ens.left, ens.right)
+    if not keep_ice and transform == "identity":
+        # the average of base + scale * tree sums is base + scale * their row average
+        n_blocks = -(-n // _TREE_SUM_BLOCK_ROWS)
+        sums = np.zeros((n_blocks, G1, G2, ens.n_raw))
+        with _KERNEL_LOCK:
+            pd_sum_kernel(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, ens.value,
+                          ens.roots, ens.max_depth, _TREE_SUM_BLOCK_ROWS, sums)
+        return None, ens.base + ens.scale * (sums.sum(axis=0) / n)
     args = (f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, ens.value, ens.roots,
             ens.base, ens.scale, tcode, ens.max_depth, _TREE_BLOCK_ROWS)
     if keep_ice:

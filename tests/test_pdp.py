@@ -198,6 +198,20 @@ def test_tree_equals_brute(tree_fits, name, feats):
     np.testing.assert_allclose(a.average, b.average, **TOL)
 
 
+@pytest.mark.parametrize("name", ["hgb_reg", "rf_clf", "gb_clf3", "tree_reg"])
+def test_tree_blocks_of_rows(tree_fits, name, monkeypatch):
+    """Rows walk the trees in blocks (a partial last block, one-row blocks): same numbers."""
+    model, Xf = tree_fits[name]
+    b = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="brute")
+    for ice_rows, sum_rows in [(7, 13), (1, 1), (len(Xf) - 1, len(Xf) + 5)]:
+        monkeypatch.setattr(pdp_module, "_TREE_BLOCK_ROWS", ice_rows)
+        monkeypatch.setattr(pdp_module, "_TREE_SUM_BLOCK_ROWS", sum_rows)
+        t = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree")
+        a = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree", kind="average")
+        np.testing.assert_allclose(t.individual, b.individual, **TOL)
+        np.testing.assert_allclose(a.average, b.average, **TOL)
+
+
 def test_tree_grid_points_on_thresholds(tree_fits):
     """Grid values exactly on split thresholds (float32 rounding, ties go left)."""
     model, Xf = tree_fits["rf_reg"]
