@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["ice_tree_kernel", "pd_sum_kernel", "recursion_kernel", "split_positions", "pack_nodes"]
+__all__ = ["ice_tree_kernel", "pd_sum_kernel", "tree_sums_kernel", "recursion_kernel", "split_positions", "pack_nodes"]
 
 
 def split_positions(feature: np.ndarray, threshold: np.ndarray, f: int, grid_cmp: np.ndarray) -> np.ndarray:
@@ -299,6 +299,41 @@ def pd_sum_kernel(
             _walk_group(Xb, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
                         roots[t], D, False, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
         _prefix_sum(D[0], G1, G2)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def tree_sums_kernel(Xw, nodes, thr, missing_left, value, roots, max_depth, block, out):  # pragma: no cover - compiled
+    """Unscaled tree sums ``out[i] = sum_t value_t(leaf_t(Xw[i]))`` (a plain predict).
+
+    The group walk with no target feature (a one-point grid): each block of
+    rows goes down each tree together, and trees are added in order.
+    """
+    n = Xw.shape[0]
+    R = value.shape[1]
+    depth = max_depth + 2
+    n_blocks = (n + block - 1) // block
+    empty = np.zeros(1, np.int64)
+    for blk in prange(n_blocks):
+        start = blk * block
+        stop = min(n, start + block)
+        m = stop - start
+        Xb = Xw[start:stop]
+        D = np.zeros((m, 1, 1, R))
+        idx = np.arange(m)
+        tmp = np.empty(m, np.int64)
+        s_node = np.empty(depth, np.int64)
+        s_a = np.empty(depth, np.int64)
+        s_b = np.empty(depth, np.int64)
+        s_lo1 = np.empty(depth, np.int64)
+        s_hi1 = np.empty(depth, np.int64)
+        s_lo2 = np.empty(depth, np.int64)
+        s_hi2 = np.empty(depth, np.int64)
+        for t in range(roots.shape[0]):
+            _walk_group(Xb, idx, tmp, m, -1, -1, empty, empty, 1, 1, nodes, thr, missing_left, value,
+                        roots[t], D, True, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
+        for i in range(m):
+            for r in range(R):
+                out[start + i, r] = D[i, 0, 0, r]
 
 
 @njit(cache=True, nogil=True)
