@@ -301,11 +301,11 @@ def _relu_brute(plan, A0, P, Wv, K, keep_ice):
     rest = plan.layers[1:]
     fuse = len(rest) == 1
     if fuse:
-        Wo, bo = (np.ascontiguousarray(_f64(a)) for a in rest[0])
+        WoT, bo = np.ascontiguousarray(_f64(rest[0][0]).T), np.ascontiguousarray(_f64(rest[0][1]))
         rest = []
     else:
-        Wo, bo = np.zeros((1, 1)), np.zeros(1)
-    first = Wo.shape[1] if fuse else W1.shape[1]
+        WoT, bo = np.zeros((1, 1)), np.zeros(1)
+    first = WoT.shape[0] if fuse else W1.shape[1]
     width = max([first] + [W.shape[1] for W, _ in rest])
     rows_per = max(1, min(n, 4 * _BLOCK_VALUES // (m * width)))
     ice = np.empty((n, m, K)) if keep_ice else None
@@ -315,7 +315,7 @@ def _relu_brute(plan, A0, P, Wv, K, keep_ice):
         r1 = min(n, r + rows_per)
         rows = (r1 - r) * m
         A = bufs[0][: rows * first].reshape(r1 - r, m, first)
-        _relu_next_layer(A0, r, r1, P, Wv, W1, b1, fuse, Wo, bo, A)
+        _relu_next_layer(A0, r, r1, P, Wv, W1, b1, fuse, WoT, bo, A)
         A = A.reshape(rows, first)
         for li, (W, bias) in enumerate(rest):
             plan.hidden(A)
@@ -333,20 +333,22 @@ def _relu_brute(plan, A0, P, Wv, K, keep_ice):
     return ice, total / n
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _relu_next_layer(A0, r0, r1, P, Wv, W1, b1, fuse, Wo, bo, out):  # pragma: no cover - compiled
+@njit(cache=True, nogil=True, parallel=True, fastmath={"reassoc", "contract"})
+def _relu_next_layer(A0, r0, r1, P, Wv, W1, b1, fuse, WoT, bo, out):  # pragma: no cover - compiled
     """Second-layer pre-activations of rows r0..r1 at every grid point (ReLU first layer).
 
     ``Z[i, g] = b1 + relu(A0[i] + P[g] @ Wv) @ W1``: units that are on over the
     whole grid (a box, so its corners bound each unit) are folded into
     ``C + P[g] @ D`` once per row; only the units that change sign inside the
     grid are added point by point. ``out[i - r0, g]`` receives ``Z[i, g]``, or
-    with ``fuse`` the output layer's pre-activation ``bo + relu(Z[i, g]) @ Wo``.
+    with ``fuse`` the output layer's pre-activation ``bo + relu(Z[i, g]) @ WoT.T``.
+    Sums may be regrouped (``reassoc``: vectorised dot products); inputs are
+    finite here (the caller checks), so no other fast-math assumption is made.
     """
     m, nf = P.shape
     H = A0.shape[1]
     H2 = W1.shape[1]
-    Ko = Wo.shape[1]
+    Ko = WoT.shape[0]
     pmin = np.empty(nf)
     pmax = np.empty(nf)
     for f in range(nf):
@@ -403,12 +405,10 @@ def _relu_next_layer(A0, r0, r1, P, Wv, W1, b1, fuse, Wo, bo, out):  # pragma: n
                         z2[c] += z * W1[k, c]
             if fuse:
                 for q in range(Ko):
-                    o[g, q] = bo[q]
-                for c in range(H2):
-                    h = z2[c]
-                    if h > 0.0:
-                        for q in range(Ko):
-                            o[g, q] += h * Wo[c, q]
+                    acc = bo[q]
+                    for c in range(H2):
+                        acc += max(z2[c], 0.0) * WoT[q, c]
+                    o[g, q] = acc
             else:
                 for c in range(H2):
                     o[g, c] = z2[c]
