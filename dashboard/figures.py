@@ -83,12 +83,15 @@ def _pdp_layout(fig: go.Figure, title: str, xtitle: str, ytitle: str, height: in
         font=FONT,
         template="plotly_white",
         height=height,
-        margin=dict(l=70, r=30, t=60, b=60),
+        # the legend sits in its own band under the x-axis title, so it never runs
+        # into the title however narrow the column (and the margins stay fixed)
+        margin=dict(l=70, r=30 if "yaxis3" not in fig.layout else 70, t=50, b=110),
         hoverlabel=dict(font_size=13),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
+        legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0),
     )
     fig.update_xaxes(title_text=xtitle, showline=True, linecolor="#444444")
-    fig.update_yaxes(title_text=ytitle, showline=True, linecolor="#444444", zeroline=False)
+    # only the main y axis: a second one (ALE's rows per bin) keeps its own title
+    fig.update_layout(yaxis=dict(title_text=ytitle, showline=True, linecolor="#444444", zeroline=False))
     return fig
 
 
@@ -431,7 +434,8 @@ def ale_figure(result, *, class_index: int | None = None, show_counts: bool = Tr
             hovertemplate=f"{name} in (%{{customdata[0]:.4g}}, %{{customdata[1]:.4g}}]<br>rows: %{{y}}<extra></extra>",
         ))
         fig.update_layout(yaxis3=dict(overlaying="y", side="right", range=[0, 4 * max(result.counts.max(), 1)],
-                                      showgrid=False, title=dict(text="rows per bin"), rangemode="tozero"))
+                                      showgrid=False, title=dict(text="rows per bin"), rangemode="tozero",
+                                      tickmode="auto", nticks=5, tickformat=",d"))
     _pdp_rug(fig, result)
     return _pdp_layout(fig, f"Accumulated local effects of {name}", name, f"ALE (centred): {label}")
 
