@@ -7,7 +7,7 @@ ExactShap, itself checked against shap's ExactExplainer here).
 
 Run:  python benchmarks/shap_agnostic.py [--repeats 3] [--models hgb,mlp] [--threads 1]
 
-Native thread pools (OpenMP, BLAS) are limited to ``--threads`` for both
+Native thread pools (OpenMP, BLAS, and numba's) are limited to ``--threads`` for both
 sides: on a shared, loaded machine oversubscribed OpenMP threads make the
 model's predict time vary several-fold between calls, which would swamp the
 comparison.
@@ -117,6 +117,10 @@ def main() -> None:
     ap.add_argument("--models", default="hgb,mlp")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
+    import numba
+
+    # our compiled kernels' threads too (numba's pool is not a native pool threadpoolctl sees)
+    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     with threadpool_limits(args.threads):
         report(args)
 

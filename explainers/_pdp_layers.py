@@ -63,7 +63,7 @@ def _types():
 class _Plan:
     """What the shared-first-layer evaluation needs (all float64 arrays)."""
 
-    def __init__(self, pre, W0, b0, layers, hidden, head, select, relu=False):
+    def __init__(self, pre, W0, b0, layers, hidden, head, select, relu=False, activation=None):
         self.pre = pre          # list of fitted column-wise scalers, applied in order
         self.W0 = W0            # (p, H) first-layer weights
         self.b0 = b0            # (H,) first-layer bias
@@ -72,6 +72,7 @@ class _Plan:
         self.head = head        # (rows, last width) pre-output -> (rows, adapter columns)
         self.select = select    # class_index or None
         self.relu = relu        # hidden activation is ReLU: the second layer is piecewise affine
+        self.activation = activation  # the MLP's hidden activation name (None: no hidden layer)
 
 
 def _f64(a) -> np.ndarray:
@@ -110,7 +111,7 @@ def first_layer_plan(adapter, frame, grids):
     p = frame.shape[1]
     task = adapter.task
     out = adapter.output
-    layers, hidden, relu = [], None, False
+    layers, hidden, relu, activation = [], None, False, None
     if type(final) in mlps:
         from sklearn.neural_network._base import ACTIVATIONS
 
@@ -121,6 +122,7 @@ def first_layer_plan(adapter, frame, grids):
         layers = list(zip(coefs[1:], inter[1:]))
         hidden = ACTIVATIONS[final.activation]
         relu = final.activation == "relu"
+        activation = final.activation
         out_act = ACTIVATIONS[final.out_activation_]
         if task == "regression":
             if final.out_activation_ not in ("identity", "exp"):  # exp: poisson loss
@@ -183,7 +185,7 @@ def first_layer_plan(adapter, frame, grids):
     b0 = _f64(b0)
     if W0.ndim != 2 or W0.shape[0] != p:
         return None
-    return _Plan(pre, W0, b0, layers, hidden, head, adapter.class_index, relu)
+    return _Plan(pre, W0, b0, layers, hidden, head, adapter.class_index, relu, activation)
 
 
 def _classifier_head(proba, margin, output, k):

@@ -203,10 +203,15 @@ class CoalitionGame:
             pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.CategoricalDtype)
             for t in self.dtypes
         )
+        self.layers = None
         if self.numeric:
             # C order: pandas hands out column-major arrays, and np.where
             # would then build the synthetic rows column-major too (a copy later)
             self.bg_arr = np.ascontiguousarray(background.to_numpy(dtype=float))
+            # small networks and linear models: no synthetic rows (see _layer_game)
+            from ._layer_game import LayerGame
+
+            self.layers = LayerGame.build(adapter, background, self.batch_rows)
         self._base = None
 
     def base(self) -> np.ndarray:
@@ -252,6 +257,11 @@ class CoalitionGame:
         mid = np.flatnonzero(~empty & ~full)
         if len(mid) == 0:
             return out
+        if self.layers is not None:
+            v = self.layers.values(x, Z[mid])
+            if v is not None:
+                out[:, mid, :] = v
+                return out
         x_arr = np.ascontiguousarray(x.to_numpy(dtype=float)) if self.numeric else None
         # coalitions per model call for one row; rows are split by the caller
         per_call = max(1, self.batch_rows // max(1, r * self.B))
