@@ -63,10 +63,13 @@ def pack_nodes(feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, rig
 
 @njit(cache=True, nogil=True)
 def _walk_group(
-    Xb, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, root, D, per_row,
+    XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, root, D, per_row,
     s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2,
 ):  # pragma: no cover - compiled
-    """Add one tree's leaf values for rows ``idx[:m]`` of ``Xb`` over the grid into D.
+    """Add one tree's leaf values for rows ``idx[:m]`` of a block over the grid into D.
+
+    ``XbT`` is the block transposed (features x rows): the rows of a group are
+    read from one short column, which stays in the first-level cache.
 
     All rows go down the tree together. At a split on another feature the group
     is partitioned in place (a branch-free pass over the rows: every row makes
@@ -164,7 +167,7 @@ def _walk_group(
                 nr = 0
                 for j in range(a, b):
                     row = idx[j]
-                    x = Xb[row, f]
+                    x = XbT[f, row]
                     gl = np.int64(x <= t) | (np.int64(x != x) & ml)
                     idx[a + nl] = row  # a + nl <= j: never overwrites an unread row
                     tmp[nr] = row
@@ -221,10 +224,10 @@ def ice_tree_kernel(
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        Xb = Xw[start:stop]
+        XbT = np.ascontiguousarray(Xw[start:stop].T)
         D = np.zeros((m, G1, G2, R))
-        idx = np.arange(m)
-        tmp = np.empty(m, np.int64)
+        idx = np.arange(m).astype(np.int32)
+        tmp = np.empty(m, np.int32)
         s_node = np.empty(depth, np.int64)
         s_a = np.empty(depth, np.int64)
         s_b = np.empty(depth, np.int64)
@@ -233,7 +236,7 @@ def ice_tree_kernel(
         s_lo2 = np.empty(depth, np.int64)
         s_hi2 = np.empty(depth, np.int64)
         for t in range(roots.shape[0]):
-            _walk_group(Xb, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
+            _walk_group(XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
                         roots[t], D, True, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
         for i in range(start, stop):
             Di = D[i - start]
@@ -284,10 +287,10 @@ def pd_sum_kernel(
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        Xb = Xw[start:stop]
+        XbT = np.ascontiguousarray(Xw[start:stop].T)
         D = sums[blk : blk + 1]
-        idx = np.arange(m)
-        tmp = np.empty(m, np.int64)
+        idx = np.arange(m).astype(np.int32)
+        tmp = np.empty(m, np.int32)
         s_node = np.empty(depth, np.int64)
         s_a = np.empty(depth, np.int64)
         s_b = np.empty(depth, np.int64)
@@ -296,7 +299,7 @@ def pd_sum_kernel(
         s_lo2 = np.empty(depth, np.int64)
         s_hi2 = np.empty(depth, np.int64)
         for t in range(roots.shape[0]):
-            _walk_group(Xb, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
+            _walk_group(XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
                         roots[t], D, False, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
         _prefix_sum(D[0], G1, G2)
 
@@ -317,10 +320,10 @@ def tree_sums_kernel(Xw, nodes, thr, missing_left, value, roots, max_depth, bloc
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        Xb = Xw[start:stop]
+        XbT = np.ascontiguousarray(Xw[start:stop].T)
         D = np.zeros((m, 1, 1, R))
-        idx = np.arange(m)
-        tmp = np.empty(m, np.int64)
+        idx = np.arange(m).astype(np.int32)
+        tmp = np.empty(m, np.int32)
         s_node = np.empty(depth, np.int64)
         s_a = np.empty(depth, np.int64)
         s_b = np.empty(depth, np.int64)
@@ -329,7 +332,7 @@ def tree_sums_kernel(Xw, nodes, thr, missing_left, value, roots, max_depth, bloc
         s_lo2 = np.empty(depth, np.int64)
         s_hi2 = np.empty(depth, np.int64)
         for t in range(roots.shape[0]):
-            _walk_group(Xb, idx, tmp, m, -1, -1, empty, empty, 1, 1, nodes, thr, missing_left, value,
+            _walk_group(XbT, idx, tmp, m, -1, -1, empty, empty, 1, 1, nodes, thr, missing_left, value,
                         roots[t], D, True, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
         for i in range(m):
             for r in range(R):

@@ -203,7 +203,7 @@ class CoalitionGame:
             pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.CategoricalDtype)
             for t in self.dtypes
         )
-        self.layers = None
+        self.layers = self.trees = None
         if self.numeric:
             # C order: pandas hands out column-major arrays, and np.where
             # would then build the synthetic rows column-major too (a copy later)
@@ -212,6 +212,10 @@ class CoalitionGame:
             from ._layer_game import LayerGame
 
             self.layers = LayerGame.build(adapter, background, self.batch_rows)
+            if self.layers is None:  # tree models: a compiled predict (see _tree_game)
+                from ._tree_game import TreePredictor
+
+                self.trees = TreePredictor.build(adapter)
         self._base = None
 
     def base(self) -> np.ndarray:
@@ -265,11 +269,17 @@ class CoalitionGame:
         x_arr = np.ascontiguousarray(x.to_numpy(dtype=float)) if self.numeric else None
         # coalitions per model call for one row; rows are split by the caller
         per_call = max(1, self.batch_rows // max(1, r * self.B))
+        ci = self.adapter.class_index
         for s in range(0, len(mid), per_call):
             cols = mid[s : s + per_call]
-            synth = self._synth(x, x_arr, Z[cols])
-            pred = as_2d(self.adapter.predict(synth)).reshape(r, len(cols), self.B, k)
-            out[:, cols, :] = pred.mean(axis=2)
+            if self.trees is not None:
+                arr = np.where(Z[cols][None, :, None, :], x_arr[:, None, None, :], self.bg_arr[None, None, :, :])
+                pred = self.trees.predict(arr.reshape(r * len(cols) * self.B, -1))
+                if ci is not None:
+                    pred = pred[:, ci : ci + 1]
+            else:
+                pred = as_2d(self.adapter.predict(self._synth(x, x_arr, Z[cols])))
+            out[:, cols, :] = pred.reshape(r, len(cols), self.B, k).mean(axis=2)
         return out
 
 
