@@ -72,3 +72,38 @@ def test_not_for_pipelines_or_other_models():
     pipe = make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=3)).fit(X, y)
     assert tree_game.TreePredictor.build(ModelAdapter(pipe)) is None
     assert tree_game.TreePredictor.build(ModelAdapter(LinearRegression().fit(X, y))) is None
+
+
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_game_values_equal_predictions_of_synthetic_rows(fitted, name):
+    """The whole-game walk: every coalition x background row, NaN cells on both sides."""
+    model, Xf = fitted[name]
+    rng = np.random.default_rng(5)
+    p = Xf.shape[1]
+    Z = rng.random((40, p)) < 0.5
+    Z[0], Z[1] = False, True  # the empty and the full coalition
+    x, bg = Xf[150:153], Xf[:17]  # Xf holds NaN cells for the models that route them
+    for output, ci in _outputs(model):
+        ad = ModelAdapter(model, output=output, class_index=ci)
+        pred = tree_game.TreePredictor.build(ad)
+        got = pred.game_values(x, bg, Z)  # (r, c, B, n_cols)
+        synth = np.where(Z[None, :, None, :], x[:, None, None, :], bg[None, None, :, :]).reshape(-1, p)
+        want = ad._predict_frame(ad.to_frame(synth)).reshape(got.shape)
+        np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_game_walk_is_what_exact_shap_uses(fitted, monkeypatch):
+    """With the game walk forced on (and off), ExactShap gives the same values."""
+    model, Xf = fitted["hgb_clf3"]
+    bg, rows = np.nan_to_num(Xf[:20]), Xf[150:154]
+    calls = []
+    real = tree_game.TreePredictor.game_values
+    monkeypatch.setattr(tree_game.TreePredictor, "game_fits", lambda self, c: True)
+    monkeypatch.setattr(tree_game.TreePredictor, "game_values",
+                        lambda self, *a: calls.append(1) or real(self, *a))
+    on = ExactShap(model, bg, output="log_odds").explain(rows)
+    assert calls
+    monkeypatch.setattr(tree_game.TreePredictor, "game_fits", lambda self, c: False)
+    off = ExactShap(model, bg, output="log_odds").explain(rows)
+    np.testing.assert_allclose(on.values, off.values, **TOL)
+    np.testing.assert_allclose(on.predictions, off.predictions, **TOL)

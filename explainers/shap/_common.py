@@ -272,7 +272,11 @@ class CoalitionGame:
         ci = self.adapter.class_index
         for s in range(0, len(mid), per_call):
             cols = mid[s : s + per_call]
-            if self.trees is not None:
+            if self.trees is not None and self.trees.game_fits(len(cols)):
+                pred = self.trees.game_values(x_arr, self.bg_arr, Z[cols])
+                if ci is not None:
+                    pred = pred[..., ci : ci + 1]
+            elif self.trees is not None:
                 arr = np.where(Z[cols][None, :, None, :], x_arr[:, None, None, :], self.bg_arr[None, None, :, :])
                 pred = self.trees.predict(arr.reshape(r * len(cols) * self.B, -1))
                 if ci is not None:
