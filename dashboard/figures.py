@@ -7,7 +7,7 @@ compute modules. Colours come from the Okabe-Ito colour-blind-safe palette
 and the Viridis colour scale.
 
 Sections: partial dependence / ICE / ALE (``pdp_figure``, ``pdp2d_figure``,
-``ale_figure``, ``pdp_to_csv``); SHAP (``waterfall_figure``, ``force_figure``,
+``ale_figure``, ``ale2d_figure``, ``pdp_to_csv``); SHAP (``waterfall_figure``, ``force_figure``,
 ``beeswarm_figure``, ``mean_abs_figure``, ``dependence_figure``); variable
 importance (``importance_bars_figure``, ``agreement_heatmap_figure``).
 """
@@ -85,7 +85,8 @@ def _pdp_layout(fig: go.Figure, title: str, xtitle: str, ytitle: str, height: in
         height=height,
         # the legend sits in its own band under the x-axis title, so it never runs
         # into the title however narrow the column (and the margins stay fixed)
-        margin=dict(l=70, r=30 if "yaxis3" not in fig.layout else 70, t=50, b=110),
+        margin=dict(l=70, r=30 if "yaxis3" not in fig.layout else 70, t=50,
+                    b=110 if any(t.type != "heatmap" and t.showlegend is not False for t in fig.data) else 60),
         hoverlabel=dict(font_size=13),
         legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0),
     )
@@ -410,6 +411,11 @@ def ale_figure(result, *, class_index: int | None = None, show_counts: bool = Tr
         The ALE line(s), then the bin-count bars, then the deciles rug.
     """
     func = "ale_figure"
+    if len(result.feature_names) != 1:
+        raise InvalidParameterError(
+            f"ale_figure draws one feature; this result has {len(result.feature_names)}. "
+            "Use ale2d_figure for two features."
+        )
     pos, label = _pdp_pick_output(result, class_index, func)
     name = result.feature_names[0]
     edges = np.asarray(result.grid[0], dtype=float)
@@ -438,6 +444,67 @@ def ale_figure(result, *, class_index: int | None = None, show_counts: bool = Tr
                                       tickmode="auto", nticks=5, tickformat=",d"))
     _pdp_rug(fig, result)
     return _pdp_layout(fig, f"Accumulated local effects of {name}", name, f"ALE (centred): {label}")
+
+
+def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = True) -> go.Figure:
+    """Second-order ALE of two features: their interaction alone, as a heatmap.
+
+    Parameters
+    ----------
+    result : AleResult
+        A two-feature (second-order) result; the first feature is on x.
+    class_index : int, default=None
+        Output to show; by default the positive class of a binary model or
+        the first class of a multiclass one.
+    shade_empty : bool, default=True
+        Grey over the cells with no data rows (their value is borrowed from
+        the nearest cell with rows).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        ``data[0]`` is the heatmap over the bins (x and y are the bin edges):
+        ``z[j][i]`` is the mean of the effect at the four corners of cell
+        (i, j); then the shade layer.
+    """
+    func = "ale2d_figure"
+    if len(result.feature_names) != 2:
+        raise InvalidParameterError(
+            f"ale2d_figure draws two features; this result has {len(result.feature_names)}. "
+            "Use ale_figure for one feature."
+        )
+    pos, label = _pdp_pick_output(result, class_index, func)
+    if pos == "all":
+        pos, label = 0, result.output_names[0]
+    fx, fy = result.feature_names
+    ex, ey = (np.asarray(g, dtype=float) for g in result.grid)
+    f = np.asarray(_pdp_take(result.effect, pos), dtype=float)
+    cells = ((f[:-1, :-1] + f[:-1, 1:] + f[1:, :-1] + f[1:, 1:]) / 4).T  # rows = y
+    counts = np.asarray(result.counts).T
+    bounds = np.dstack([np.broadcast_to(ex[:-1], counts.shape), np.broadcast_to(ex[1:], counts.shape),
+                        np.broadcast_to(ey[:-1, None], counts.shape), np.broadcast_to(ey[1:, None], counts.shape),
+                        counts])
+    hover = (f"{fx} in (%{{customdata[0]:.4g}}, %{{customdata[1]:.4g}}]<br>"
+             f"{fy} in (%{{customdata[2]:.4g}}, %{{customdata[3]:.4g}}]<br>"
+             "interaction effect: %{z:.4g}<br>rows in cell: %{customdata[4]}<extra></extra>")
+    span = float(np.nanmax(np.abs(cells))) or 1.0
+    fig = go.Figure(go.Heatmap(
+        x=ex, y=ey, z=cells, customdata=bounds, hovertemplate=hover, colorscale="RdBu_r",
+        zmid=0.0, zmin=-span, zmax=span, colorbar=dict(title=dict(text=label), thickness=14),
+        name="interaction (2nd-order ALE)",
+    ))
+    empty = counts == 0
+    if shade_empty and empty.any():
+        fig.add_trace(go.Heatmap(
+            x=ex, y=ey, z=np.where(empty, 1.0, np.nan), colorscale=[[0, PDP_EMPTY], [1, PDP_EMPTY]],
+            showscale=False, opacity=0.75, hoverongaps=False, name="no data",
+            hovertemplate=f"{fx}: %{{x}}<br>{fy}: %{{y}}<br>no data rows in this cell "
+                          "(value taken from the nearest cell with rows)<extra></extra>",
+        ))
+    fig = _pdp_layout(fig, f"Interaction of {fx} and {fy} (second-order ALE)", fx, fy, height=540)
+    fig.update_yaxes(zeroline=False, showgrid=False)
+    fig.update_xaxes(showgrid=False)
+    return fig
 
 
 def pdp_to_csv(result, *, include_ice: bool = False) -> str:

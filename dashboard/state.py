@@ -566,12 +566,13 @@ def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, perc
     return result_cache().get_or_compute(key, compute)
 
 
-def ale(ctx: ModelContext, feature: str, n_bins: int):
-    """First-order ALE of one numeric feature, cached."""
+def ale(ctx: ModelContext, feature, n_bins: int):
+    """ALE of one numeric feature (a name), or second-order ALE of two (a tuple), cached."""
     def compute():
         from explainers.ale import ale as ale_fn
 
-        return ale_fn(ctx.model, ctx.X, feature, n_bins=n_bins)
+        return ale_fn(ctx.model, ctx.X, list(feature) if isinstance(feature, tuple) else feature,
+                      n_bins=n_bins)
 
     return result_cache().get_or_compute(("ale", ctx.model_key, ctx.data_key, feature, n_bins), compute)
 

@@ -150,3 +150,40 @@ def test_pdp_to_csv(data):
     rc = partial_dependence(clf, X, ["x0"], grid_resolution=4, kind="average")
     tc = pd.read_csv(io.StringIO(pdp_to_csv(rc)))
     assert list(tc.columns) == ["x0", "output", "partial_dependence", "rows"] and len(tc) == 12
+
+
+def test_ale2d_figure_cells_and_errors():
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from dashboard.figures import ale2d_figure, ale_figure
+    from explainers.ale import ale
+    from explainers.errors import InvalidParameterError
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.uniform(size=120), "b": rng.uniform(size=120)})
+
+    class Three:  # a 3-class "model": softmax of three interaction scores
+        classes_ = np.array([0, 1, 2])
+
+        def predict_proba(self, A):
+            A = np.asarray(A, dtype=float)
+            s = np.column_stack([A[:, 0] * A[:, 1], -A[:, 0] * A[:, 1], A[:, 0]])
+            e = np.exp(s - s.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+
+        def predict(self, A):
+            return self.predict_proba(A).argmax(axis=1)
+
+    r = ale(Three(), X, ["a", "b"], n_bins=4)
+    for ci in (None, 2):
+        fig = ale2d_figure(r, class_index=ci)
+        f = r.effect[..., 0 if ci is None else ci]
+        want = ((f[:-1, :-1] + f[:-1, 1:] + f[1:, :-1] + f[1:, 1:]) / 4).T
+        np.testing.assert_allclose(np.asarray(fig.data[0].z, dtype=float), want, atol=1e-12)
+        assert fig.data[0].zmid == 0.0
+    with pytest.raises(InvalidParameterError, match="two features"):
+        ale2d_figure(ale(Three(), X, "a", n_bins=4))
+    with pytest.raises(InvalidParameterError, match="one feature"):
+        ale_figure(r)

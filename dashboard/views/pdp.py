@@ -39,7 +39,20 @@ if two_d:
     points = o3.toggle("Overlay the data", value=False, key="pdp_points")
     fig = figures.pdp2d_figure(res, style=style, empty_cells=empty, class_index=ci,
                                points=state.sample_rows(ctx, 1_000)[list(features)] if points else None)
-    st.plotly_chart(fig, key="pdp_2d")
+    if f1 in numeric and f2 in numeric:
+        left, right = st.columns(2)
+        left.plotly_chart(fig, key="pdp_2d")
+        try:
+            right.plotly_chart(figures.ale2d_figure(state.ale(ctx, features, 10), class_index=ci,
+                                                    shade_empty=empty != "show"), key="pdp_ale2d")
+        except Exception as exc:
+            with right:
+                state.show_error(exc)
+        st.caption("The second-order ALE (right) shows the two features' interaction alone, from "
+                   "changes within the data's own cells: each feature's own effect is removed, and "
+                   "no row is moved to a corner where no data lies.")
+    else:
+        st.plotly_chart(fig, key="pdp_2d")
     st.caption(f"{int((res.counts == 0).sum())} of {res.counts.size} cells have no data rows behind them.")
 else:
     o1, o2, o3, o4 = st.columns(4)

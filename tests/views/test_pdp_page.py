@@ -67,6 +67,27 @@ def test_2d_marks_the_empty_corner_on_correlated_housing(demo_cards):
     assert not at.exception and len(figures(at)[0]["data"]) >= 2
 
 
+def test_2d_second_order_ale_beside_the_pdp(demo_cards):
+    from explainers.ale import ale
+
+    at = _page("housing_gb")
+    at.selectbox(key="pdp_f1").set_value("latitude").run()
+    at.selectbox(key="pdp_f2").set_value("longitude").run()
+    figs = figures(at)
+    assert not at.exception and len(figs) == 2  # 2D PDP + second-order ALE
+    heat = figs[1]["data"][0]
+    model, X = _model("housing_gb", demo_cards["housing_gb"])
+    r = ale(model, X, ["latitude", "longitude"], n_bins=10)
+    np.testing.assert_allclose(array(heat["x"]).astype(float), r.grid[0], rtol=0, atol=1e-12)
+    f = r.effect
+    cells = ((f[:-1, :-1] + f[:-1, 1:] + f[1:, :-1] + f[1:, 1:]) / 4).T
+    np.testing.assert_allclose(array(heat["z"]).astype(float), cells, rtol=0, atol=1e-10)
+    # the correlated demo leaves empty cells: shaded over
+    assert r.params["empty_cells"] > 0 and len(figs[1]["data"]) == 2
+    at.radio(key="pdp_empty").set_value("show").run()
+    assert len(figures(at)[1]["data"]) == 1
+
+
 def test_classifier_class_switch_and_categorical(demo_cards):
     at = _page("wine_gb")
     before = _pd_trace(figures(at)[0])
