@@ -17,6 +17,7 @@ from dashboard import state  # noqa: E402
 
 st.set_page_config(page_title="Glassbox — explain your model", page_icon=":material/search_insights:", layout="wide")
 state.init_session()
+state.quiet_restored_widgets()
 state.keep_page_widgets()
 state.apply_url()
 

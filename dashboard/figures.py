@@ -86,7 +86,7 @@ def _pdp_layout(fig: go.Figure, title: str, xtitle: str, ytitle: str, height: in
         # the legend sits in its own band under the x-axis title, so it never runs
         # into the title however narrow the column (and the margins stay fixed)
         margin=dict(l=70, r=30 if "yaxis3" not in fig.layout else 70, t=50,
-                    b=110 if any(t.type != "heatmap" and t.showlegend is not False for t in fig.data) else 60),
+                    b=110 if any(t.type not in ("heatmap", "contour") and t.showlegend is not False for t in fig.data) else 60),
         hoverlabel=dict(font_size=13),
         legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0),
     )

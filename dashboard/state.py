@@ -54,6 +54,27 @@ def keep_page_widgets() -> None:
             ss[key[len(_KEPT):]] = ss[key]  # the page is back: restore what it showed
 
 
+class _RestoredWidgetFilter:
+    """Drops Streamlit's log line about a widget whose value came from session state.
+
+    :func:`keep_page_widgets` restores a page's widget values on purpose, so
+    every return to a page would otherwise log "created with a default value
+    but also had its value set via the Session State API" once per widget.
+    """
+
+    def filter(self, record) -> bool:
+        return "also had its value set via the Session State API" not in record.getMessage()
+
+
+def quiet_restored_widgets() -> None:
+    """Install :class:`_RestoredWidgetFilter` on Streamlit's widget-policy logger (once)."""
+    import logging
+
+    log = logging.getLogger("streamlit.elements.lib.policies")
+    if not any(isinstance(f, _RestoredWidgetFilter) for f in log.filters):
+        log.addFilter(_RestoredWidgetFilter())
+
+
 def init_session() -> None:
     """Set every session key once, at the top of app.py."""
     st.session_state.setdefault(ACTIVE, DEFAULT_DEMO)
