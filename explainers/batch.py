@@ -665,7 +665,7 @@ def _run_chunk(spec: _Spec, index: int, start: int, X: pd.DataFrame, y) -> dict:
             _shap_chunk(spec, explainer, index, start, X)
         else:
             _importance_chunk(spec, model, index, start, X, y)
-    return {"index": index, "rows": len(X), "seconds": time.perf_counter() - t0}
+    return {"index": index, "rows": len(X), "seconds": time.perf_counter() - t0, "pid": os.getpid()}
 
 
 def _shap_chunk(spec: _Spec, explainer, index: int, start: int, X: pd.DataFrame) -> None:
@@ -858,6 +858,58 @@ def _done_parts(out: Path, kind: str, run_id: str) -> dict[int, int]:
 
 
 # ==================================================================== parallel
+def _warm_worker() -> int:
+    """Import what a chunk needs (scikit-learn, skops, the compiled kernels); runs in a worker."""
+    import sklearn.ensemble  # noqa: F401  (most of a worker's start-up)
+    import skops.io  # noqa: F401
+
+    from .shap import tree  # noqa: F401
+
+    return os.getpid()
+
+
+class _Warmup:
+    """loky workers started while the parent still sets up (reads the model, probes
+    the data, hashes the file): their imports then use the core the parent leaves
+    idle, and the chunk loop starts with ready workers. joblib hands the same
+    workers to the chunk loop (one reusable executor per configuration)."""
+
+    def __init__(self, backend: str, n_jobs: int):
+        self.pids: set[int] = set()
+        self._gen = None
+        if backend != "loky" or n_jobs == 1:
+            return
+        from joblib import Parallel, delayed, effective_n_jobs
+
+        jobs = effective_n_jobs(n_jobs)
+        if jobs > 1:
+            self._gen = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1)(
+                delayed(_warm_worker)() for _ in range(jobs))
+
+    def wait(self) -> None:
+        """Collect the warm-up (before another Parallel call starts)."""
+        if self._gen is not None:
+            gen, self._gen = self._gen, None
+            self.pids.update(gen)
+
+    def close(self) -> None:
+        """Drop a warm-up still pending (an error before the chunk loop): nothing waits for it."""
+        gen, self._gen = self._gen, None
+        if gen is not None:
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # joblib: "tasks executed but not used"
+                gen.close()
+
+
+@contextlib.contextmanager
+def _warmed(backend: str, n_jobs: int):
+    warmup = _Warmup(backend, n_jobs)
+    try:
+        yield warmup
+    finally:
+        warmup.close()
+
+
 @contextlib.contextmanager
 def _backend(backend: str, n_jobs: int, scheduler: str | None, connect_timeout: float):
     """Yield the joblib n_jobs to use, inside the chosen backend's context."""
@@ -997,8 +1049,10 @@ class _RunStats:
 
 
 def _run(out: Path, resume: dict | None, spec: _Spec, src: _Source, cols: _Columns, chunk_rows: int,
-         n_jobs: int, backend: str, scheduler, connect_timeout, total_rows, progress, prime) -> _RunStats:
+         n_jobs: int, backend: str, scheduler, connect_timeout, total_rows, progress, prime,
+         warmup: _Warmup) -> _RunStats:
     """The chunk loop shared by SHAP and importance runs."""
+    warmup.wait()
     done = _done_parts(out, spec.kind, spec.run_id) if resume is not None else {}
     tracker = _Tracker(total_rows, progress)
     state = {"n_rows": 0, "n_chunks": 0}
@@ -1174,124 +1228,125 @@ def explain_file(
         missing = tuple(str(m) for m in missing) or None
     out = Path(out).expanduser().resolve()
 
-    model_path, model_sha, est = _open_model(model, trusted, func)
-    src = _open_source(data)
-    cols = _resolve_columns(src, est, None, func)
-    notices = list(cols.notices)
-    _ping_scheduler(backend, scheduler, connect_timeout)
+    with _warmed(backend, n_jobs) as warmup:
+        model_path, model_sha, est = _open_model(model, trusted, func)
+        src = _open_source(data)
+        cols = _resolve_columns(src, est, None, func)
+        notices = list(cols.notices)
+        _ping_scheduler(backend, scheduler, connect_timeout)
 
-    # ---- probe: the first rows, to pick the method and fail early on bad input
-    probe = None
-    for _, _, frame, _ in _iter_frames(src, cols, min(block_rows, 64)):
-        probe = frame.reset_index(drop=True)
-        break
-    if probe is None:
-        raise InvalidDataError("The data file has a header but no data rows. Use a file with at least one row.")
-    probe_bg = probe.dropna()
-    options = {"output": output, "class_index": class_index, "feature_names": list(cols.features),
-               "n_samples": n_samples, "random_state": random_state, "mode": mode, "n_jobs": 1}
-    from .shap.auto import choose_method
+        # ---- probe: the first rows, to pick the method and fail early on bad input
+        probe = None
+        for _, _, frame, _ in _iter_frames(src, cols, min(block_rows, 64)):
+            probe = frame.reset_index(drop=True)
+            break
+        if probe is None:
+            raise InvalidDataError("The data file has a header but no data rows. Use a file with at least one row.")
+        probe_bg = probe.dropna()
+        options = {"output": output, "class_index": class_index, "feature_names": list(cols.features),
+                   "n_samples": n_samples, "random_state": random_state, "mode": mode, "n_jobs": 1}
+        from .shap.auto import choose_method
 
-    if method == "auto":
-        chosen, reason = choose_method(est, len(cols.features), background, output=output, n_samples=n_samples)
-    else:
-        chosen, reason = method, f"method={method!r} was requested"
+        if method == "auto":
+            chosen, reason = choose_method(est, len(cols.features), background, output=output, n_samples=n_samples)
+        else:
+            chosen, reason = method, f"method={method!r} was requested"
 
-    def probe_run(meth):
-        bg = None if not _needs_background(meth, mode) else (probe_bg if len(probe_bg) else None)
-        if bg is None and _needs_background(meth, mode):
-            return None  # nothing complete to probe with; the sampled background will tell
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            e = _build_explainer(meth, est, bg, options)
-            return _run_explainer(e, probe, list(missing) if missing else None, nan_is_missing, random_state)
-
-    try:
-        res = probe_run(chosen)
-    except ExplainerError as exc:
-        if method != "auto" or chosen != "tree":
-            raise
-        chosen2, reason2 = choose_method(est, len(cols.features), background, output=output,
-                                         n_samples=n_samples, allow_tree=False)
-        reason = f"TreeShap declined ({exc}); {reason2}"
-        chosen = chosen2
-        res = probe_run(chosen)
-    if chosen != "tree" and mode != "path_dependent":
-        notices.append(f"--mode {mode} applies to TreeShap only; the method is {chosen!r}.")
-    needs_bg = _needs_background(chosen, mode)
-    if not needs_bg and background != 100:
-        notices.append("Path-dependent TreeShap needs no background; --background was ignored.")
-    if res is not None:
-        outputs, multi, output_kind = list(res.output_names), res.values.ndim == 3, res.output
-    else:  # a model-agnostic method without a complete probe row: ask the adapter
-        from .model import ModelAdapter
-        from .shap._common import output_label
-
-        adapter = ModelAdapter(est, feature_names=list(cols.features), output=output, class_index=class_index)
-        outputs, multi, output_kind = list(adapter.output_names), adapter.n_outputs > 1, output_label(adapter)
-    columns = _output_columns(cols.features, outputs, multi)
-
-    data_sha, total_rows = _hash_source(src)
-    opts = {"method": chosen, "method_requested": method, "mode": mode if chosen == "tree" else None,
-            "background_rows": background if needs_bg else None, "missing": list(missing) if missing else None,
-            "nan_is_missing": bool(nan_is_missing), "output": output, "class_index": class_index,
-            "n_samples": n_samples if chosen == "kernel" else None, "random_state": random_state,
-            "chunk_rows": chunk_rows, "block_rows": block_rows}
-    identity = {"kind": "shap", "model": {"sha256": model_sha}, "data": {"sha256": data_sha}, "options": opts}
-    run_id = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
-
-    created, resume = _prepare_out(out, identity, overwrite)
-    if resume is not None and resume.get("status") == "complete":
-        return BatchReport(out, "shap", int(resume["n_rows"]), int(resume["n_chunks"]), 0,
-                           int(resume["n_chunks"]), time.perf_counter() - t0, 0.0, chosen, reason,
-                           notices + ["The output was already complete; nothing was recomputed."])
-    out.mkdir(parents=True, exist_ok=True)
-    with _cleanup_on_error(out, created):
-        _remove_tmp(out)
-        bg_frame = None
-        bg_info = None
-        if needs_bg:
-            bg_frame = _load_background_checked(out, resume) if resume is not None else None
-            if bg_frame is None:
-                bg_frame, bg_pos = _sample_background(src, cols, background, random_state, chunk_rows)
-                import pyarrow as pa
-
-                bg_table = pa.Table.from_pandas(bg_frame.assign(_row=bg_pos), preserve_index=False)
-                _write_table_atomic(bg_table, out / BACKGROUND)
-            bg_info = {"file": BACKGROUND, "rows": len(bg_frame),
-                       "sha256": _file_sha(out / BACKGROUND)}
-            if len(bg_frame) < background:
-                notices.append(f"Only {len(bg_frame)} complete rows could serve as background "
-                               f"(asked for {background}).")
-        man = {
-            "format": FORMAT, "version": FORMAT_VERSION, "kind": "shap", "run_id": run_id,
-            "status": "running", "created": (resume or {}).get("created", _now()), "updated": _now(),
-            "model": {"path": str(model_path), "sha256": model_sha, "trusted": bool(trusted)},
-            "data": {"path": src.path, "sha256": data_sha, "format": src.kind,
-                     "files": [Path(f).name for f in src.files]},
-            "options": opts, "reason": reason, "features": list(cols.features), "outputs": outputs,
-            "multi_output": multi, "columns": columns, "background": bg_info,
-            "output_kind": output_kind, "text_columns": sorted(cols.text_ok & set(cols.features)),
-            "notices": notices,
-        }
-        _write_manifest(out, man)
-        spec = _Spec(kind="shap", run_id=run_id, out=str(out), model_path=str(model_path),
-                     model_sha=model_sha, trusted=bool(trusted), block_rows=block_rows, method=chosen,
-                     options=options, background=bg_frame, missing=missing,
-                     nan_is_missing=bool(nan_is_missing), random_state=random_state, multi=multi,
-                     columns=tuple(columns))
-        def prime():  # the worker state of an in-process run, from the model loaded here
+        def probe_run(meth):
+            bg = None if not _needs_background(meth, mode) else (probe_bg if len(probe_bg) else None)
+            if bg is None and _needs_background(meth, mode):
+                return None  # nothing complete to probe with; the sampled background will tell
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return est, _build_explainer(chosen, est, bg_frame, options)
+                e = _build_explainer(meth, est, bg, options)
+                return _run_explainer(e, probe, list(missing) if missing else None, nan_is_missing, random_state)
 
-        st = _run(out, resume, spec, src, cols, chunk_rows, n_jobs, backend, scheduler,
-                  connect_timeout, total_rows, progress, prime)
-        man.update(status="complete", n_rows=st.n_rows, n_chunks=st.n_chunks, updated=_now(), finished=_now())
-        _write_manifest(out, man)
-    return BatchReport(out, "shap", st.n_rows, st.n_chunks, st.chunks_computed, st.chunks_skipped,
-                       time.perf_counter() - t0, st.rows_computed / max(st.seconds, 1e-9), chosen,
-                       reason, notices)
+        try:
+            res = probe_run(chosen)
+        except ExplainerError as exc:
+            if method != "auto" or chosen != "tree":
+                raise
+            chosen2, reason2 = choose_method(est, len(cols.features), background, output=output,
+                                             n_samples=n_samples, allow_tree=False)
+            reason = f"TreeShap declined ({exc}); {reason2}"
+            chosen = chosen2
+            res = probe_run(chosen)
+        if chosen != "tree" and mode != "path_dependent":
+            notices.append(f"--mode {mode} applies to TreeShap only; the method is {chosen!r}.")
+        needs_bg = _needs_background(chosen, mode)
+        if not needs_bg and background != 100:
+            notices.append("Path-dependent TreeShap needs no background; --background was ignored.")
+        if res is not None:
+            outputs, multi, output_kind = list(res.output_names), res.values.ndim == 3, res.output
+        else:  # a model-agnostic method without a complete probe row: ask the adapter
+            from .model import ModelAdapter
+            from .shap._common import output_label
+
+            adapter = ModelAdapter(est, feature_names=list(cols.features), output=output, class_index=class_index)
+            outputs, multi, output_kind = list(adapter.output_names), adapter.n_outputs > 1, output_label(adapter)
+        columns = _output_columns(cols.features, outputs, multi)
+
+        data_sha, total_rows = _hash_source(src)
+        opts = {"method": chosen, "method_requested": method, "mode": mode if chosen == "tree" else None,
+                "background_rows": background if needs_bg else None, "missing": list(missing) if missing else None,
+                "nan_is_missing": bool(nan_is_missing), "output": output, "class_index": class_index,
+                "n_samples": n_samples if chosen == "kernel" else None, "random_state": random_state,
+                "chunk_rows": chunk_rows, "block_rows": block_rows}
+        identity = {"kind": "shap", "model": {"sha256": model_sha}, "data": {"sha256": data_sha}, "options": opts}
+        run_id = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+
+        created, resume = _prepare_out(out, identity, overwrite)
+        if resume is not None and resume.get("status") == "complete":
+            return BatchReport(out, "shap", int(resume["n_rows"]), int(resume["n_chunks"]), 0,
+                               int(resume["n_chunks"]), time.perf_counter() - t0, 0.0, chosen, reason,
+                               notices + ["The output was already complete; nothing was recomputed."])
+        out.mkdir(parents=True, exist_ok=True)
+        with _cleanup_on_error(out, created):
+            _remove_tmp(out)
+            bg_frame = None
+            bg_info = None
+            if needs_bg:
+                bg_frame = _load_background_checked(out, resume) if resume is not None else None
+                if bg_frame is None:
+                    bg_frame, bg_pos = _sample_background(src, cols, background, random_state, chunk_rows)
+                    import pyarrow as pa
+
+                    bg_table = pa.Table.from_pandas(bg_frame.assign(_row=bg_pos), preserve_index=False)
+                    _write_table_atomic(bg_table, out / BACKGROUND)
+                bg_info = {"file": BACKGROUND, "rows": len(bg_frame),
+                           "sha256": _file_sha(out / BACKGROUND)}
+                if len(bg_frame) < background:
+                    notices.append(f"Only {len(bg_frame)} complete rows could serve as background "
+                                   f"(asked for {background}).")
+            man = {
+                "format": FORMAT, "version": FORMAT_VERSION, "kind": "shap", "run_id": run_id,
+                "status": "running", "created": (resume or {}).get("created", _now()), "updated": _now(),
+                "model": {"path": str(model_path), "sha256": model_sha, "trusted": bool(trusted)},
+                "data": {"path": src.path, "sha256": data_sha, "format": src.kind,
+                         "files": [Path(f).name for f in src.files]},
+                "options": opts, "reason": reason, "features": list(cols.features), "outputs": outputs,
+                "multi_output": multi, "columns": columns, "background": bg_info,
+                "output_kind": output_kind, "text_columns": sorted(cols.text_ok & set(cols.features)),
+                "notices": notices,
+            }
+            _write_manifest(out, man)
+            spec = _Spec(kind="shap", run_id=run_id, out=str(out), model_path=str(model_path),
+                         model_sha=model_sha, trusted=bool(trusted), block_rows=block_rows, method=chosen,
+                         options=options, background=bg_frame, missing=missing,
+                         nan_is_missing=bool(nan_is_missing), random_state=random_state, multi=multi,
+                         columns=tuple(columns))
+            def prime():  # the worker state of an in-process run, from the model loaded here
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return est, _build_explainer(chosen, est, bg_frame, options)
+
+            st = _run(out, resume, spec, src, cols, chunk_rows, n_jobs, backend, scheduler,
+                      connect_timeout, total_rows, progress, prime, warmup)
+            man.update(status="complete", n_rows=st.n_rows, n_chunks=st.n_chunks, updated=_now(), finished=_now())
+            _write_manifest(out, man)
+        return BatchReport(out, "shap", st.n_rows, st.n_chunks, st.chunks_computed, st.chunks_skipped,
+                           time.perf_counter() - t0, st.rows_computed / max(st.seconds, 1e-9), chosen,
+                           reason, notices)
 
 
 def _ping_scheduler(backend: str, scheduler: str | None, connect_timeout: float) -> None:
@@ -1387,68 +1442,69 @@ def importance_file(
     if not isinstance(target, str) or not target:
         raise param_error("target", func, "the name of the target column", target)
     out = Path(out).expanduser().resolve()
-    model_path, model_sha, est = _open_model(model, trusted, func)
-    if scoring is None:
-        from .importance import _default_scoring_name, _split_pipeline
-
-        scoring = _default_scoring_name(_split_pipeline(est)[1])
+    with _warmed(backend, n_jobs) as warmup:
+        model_path, model_sha, est = _open_model(model, trusted, func)
         if scoring is None:
-            raise param_error("scoring", func, f"one of {list(BATCH_SCORING)} (the model has a custom score)", None)
-    if scoring not in BATCH_SCORING:
-        raise param_error(
-            "scoring", func,
-            f"one of {list(BATCH_SCORING)}: scores that can be combined over chunks", scoring)
-    from .model import detect_task
+            from .importance import _default_scoring_name, _split_pipeline
 
-    task = detect_task(est)
-    if (task == "regression") != (scoring != "accuracy"):
-        raise param_error("scoring", func,
-                          "'accuracy' for a classifier" if task != "regression" else "a regression metric for a regressor",
-                          scoring)
-    src = _open_source(data)
-    cols = _resolve_columns(src, est, target, func)
-    notices = list(cols.notices)
-    _ping_scheduler(backend, scheduler, connect_timeout)
-    # probe the first rows: columns, target labels and the model all work
-    for _, _, frame, y in _iter_frames(src, cols, 64):
-        from .importance import permutation_importance
+            scoring = _default_scoring_name(_split_pipeline(est)[1])
+            if scoring is None:
+                raise param_error("scoring", func, f"one of {list(BATCH_SCORING)} (the model has a custom score)", None)
+        if scoring not in BATCH_SCORING:
+            raise param_error(
+                "scoring", func,
+                f"one of {list(BATCH_SCORING)}: scores that can be combined over chunks", scoring)
+        from .model import detect_task
 
-        permutation_importance(est, frame.reset_index(drop=True), y.reset_index(drop=True),
-                               n_repeats=1, scoring=_CHUNK_METRIC[scoring], random_state=0)
-        break
-    data_sha, total_rows = _hash_source(src)
-    opts = {"target": target, "scoring": scoring, "n_repeats": n_repeats, "random_state": random_state,
-            "chunk_rows": chunk_rows}
-    identity = {"kind": "importance", "model": {"sha256": model_sha}, "data": {"sha256": data_sha}, "options": opts}
-    run_id = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
-    created, resume = _prepare_out(out, identity, overwrite)
-    if resume is not None and resume.get("status") == "complete":
-        return load_importance(out)
-    out.mkdir(parents=True, exist_ok=True)
-    with _cleanup_on_error(out, created):
-        _remove_tmp(out)
-        man = {
-            "format": FORMAT, "version": FORMAT_VERSION, "kind": "importance", "run_id": run_id,
-            "status": "running", "created": (resume or {}).get("created", _now()), "updated": _now(),
-            "model": {"path": str(model_path), "sha256": model_sha, "trusted": bool(trusted)},
-            "data": {"path": src.path, "sha256": data_sha, "format": src.kind,
-                     "files": [Path(f).name for f in src.files]},
-            "options": opts, "features": list(cols.features), "notices": notices,
-        }
-        _write_manifest(out, man)
-        spec = _Spec(kind="importance", run_id=run_id, out=str(out), model_path=str(model_path),
-                     model_sha=model_sha, trusted=bool(trusted), random_state=random_state,
-                     scoring=scoring, n_repeats=n_repeats)
-        st = _run(out, resume, spec, src, cols, chunk_rows, n_jobs, backend, scheduler,
-                  connect_timeout, total_rows, progress, lambda: (est, None))
-        man.update(status="complete", n_rows=st.n_rows, n_chunks=st.n_chunks, updated=_now(), finished=_now())
-        result = _combine_importance(out, man)
-        frame = result.to_frame()
-        for r in range(result.raw.shape[1]):
-            frame[f"repeat_{r}"] = result.raw[:, r]
-        _atomic_write_bytes(out / IMPORTANCE_CSV, frame.to_csv().encode())
-        _write_manifest(out, man)
-    return result
+        task = detect_task(est)
+        if (task == "regression") != (scoring != "accuracy"):
+            raise param_error("scoring", func,
+                              "'accuracy' for a classifier" if task != "regression" else "a regression metric for a regressor",
+                              scoring)
+        src = _open_source(data)
+        cols = _resolve_columns(src, est, target, func)
+        notices = list(cols.notices)
+        _ping_scheduler(backend, scheduler, connect_timeout)
+        # probe the first rows: columns, target labels and the model all work
+        for _, _, frame, y in _iter_frames(src, cols, 64):
+            from .importance import permutation_importance
+
+            permutation_importance(est, frame.reset_index(drop=True), y.reset_index(drop=True),
+                                   n_repeats=1, scoring=_CHUNK_METRIC[scoring], random_state=0)
+            break
+        data_sha, total_rows = _hash_source(src)
+        opts = {"target": target, "scoring": scoring, "n_repeats": n_repeats, "random_state": random_state,
+                "chunk_rows": chunk_rows}
+        identity = {"kind": "importance", "model": {"sha256": model_sha}, "data": {"sha256": data_sha}, "options": opts}
+        run_id = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+        created, resume = _prepare_out(out, identity, overwrite)
+        if resume is not None and resume.get("status") == "complete":
+            return load_importance(out)
+        out.mkdir(parents=True, exist_ok=True)
+        with _cleanup_on_error(out, created):
+            _remove_tmp(out)
+            man = {
+                "format": FORMAT, "version": FORMAT_VERSION, "kind": "importance", "run_id": run_id,
+                "status": "running", "created": (resume or {}).get("created", _now()), "updated": _now(),
+                "model": {"path": str(model_path), "sha256": model_sha, "trusted": bool(trusted)},
+                "data": {"path": src.path, "sha256": data_sha, "format": src.kind,
+                         "files": [Path(f).name for f in src.files]},
+                "options": opts, "features": list(cols.features), "notices": notices,
+            }
+            _write_manifest(out, man)
+            spec = _Spec(kind="importance", run_id=run_id, out=str(out), model_path=str(model_path),
+                         model_sha=model_sha, trusted=bool(trusted), random_state=random_state,
+                         scoring=scoring, n_repeats=n_repeats)
+            st = _run(out, resume, spec, src, cols, chunk_rows, n_jobs, backend, scheduler,
+                      connect_timeout, total_rows, progress, lambda: (est, None), warmup)
+            man.update(status="complete", n_rows=st.n_rows, n_chunks=st.n_chunks, updated=_now(), finished=_now())
+            result = _combine_importance(out, man)
+            frame = result.to_frame()
+            for r in range(result.raw.shape[1]):
+                frame[f"repeat_{r}"] = result.raw[:, r]
+            _atomic_write_bytes(out / IMPORTANCE_CSV, frame.to_csv().encode())
+            _write_manifest(out, man)
+        return result
 
 
 def _combine_importance(out: Path, man: dict):

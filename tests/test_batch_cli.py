@@ -65,6 +65,41 @@ def test_dask_local_cluster_equals_loky_bit_for_bit(data, tmp_path):
     np.testing.assert_array_equal(a.raw, b.raw)
 
 
+def test_loky_workers_started_during_set_up_serve_the_chunks(data, tmp_path, monkeypatch):
+    """The workers warmed while the parent sets up are the ones that compute the chunks."""
+    import explainers.batch as batch
+
+    import psutil
+
+    warm, alive, chunk = set(), set(), set()
+    real_wait, real_add = batch._Warmup.wait, batch._Tracker.add
+
+    def wait(self):
+        real_wait(self)
+        warm.update(self.pids)  # workers that ran a warm-up task (one may have run both)
+        alive.update(p.pid for p in psutil.Process().children(recursive=True))
+
+    def add(self, res):
+        chunk.add(res["pid"])
+        real_add(self, res)
+
+    monkeypatch.setattr(batch._Warmup, "wait", wait)
+    monkeypatch.setattr(batch._Tracker, "add", add)
+    d = data["dir"]
+    explain_file(d / "clf.skops", d / "data.parquet", tmp_path / "o", method="exact", background=10,
+                 block_rows=20, chunk_rows=40, n_jobs=2)
+    # the chunk loop got the workers that were up when the warm-up ended: no new pool
+    assert warm and chunk and warm <= alive and chunk <= alive and os.getpid() not in chunk
+    # an error before the chunk loop comes out at once, the warm-up dropped
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"x": [1.0, 2.0]}).to_csv(bad, index=False)
+    t0 = time.perf_counter()
+    with pytest.raises(batch.ExplainerError, match="lacks"):
+        explain_file(d / "clf.skops", bad, tmp_path / "bad", n_jobs=2)
+    print(f"error after {time.perf_counter() - t0:.2f} s")
+    assert not (tmp_path / "bad").exists()
+
+
 def test_killed_run_resumes_complete_and_equal(data, tmp_path):
     d = data["dir"]
     out = tmp_path / "out"

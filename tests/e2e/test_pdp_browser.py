@@ -1,4 +1,4 @@
-"""The PDP page in a real browser: 1D with ICE and ALE, then the 2D figure."""
+"""The PDP page in a real browser: 1D with ICE and ALE, then the 2D figures (PDP and ALE)."""
 from playwright.sync_api import expect
 
 from .conftest import settle, wait_idle
@@ -14,9 +14,11 @@ def test_pdp_1d_then_2d(page, app_url):
     page.get_by_role("combobox", name="Second feature (2D)").click()
     page.get_by_role("option", name="bmi", exact=True).click()
     settle(page)
-    expect(charts).to_have_count(1, timeout=60_000)
-    expect(charts.nth(0).locator(".js-plotly-plot .heatmaplayer, .js-plotly-plot .hm")).not_to_have_count(0,
-                                                                                                       timeout=30_000)
+    expect(charts).to_have_count(2, timeout=60_000)  # 2D PDP, second-order ALE beside it
+    for k in range(2):
+        expect(charts.nth(k).locator(".js-plotly-plot .heatmaplayer, .js-plotly-plot .hm")).not_to_have_count(
+            0, timeout=30_000)
+    expect(page.get_by_text("Interaction of age and bmi (second-order ALE)")).to_be_visible()
     expect(page.get_by_text("cells have no data rows behind them")).to_be_visible()
     expect(page.get_by_test_id("stException")).to_have_count(0)
 
