@@ -71,6 +71,15 @@ def _pdp_pick_output(result, class_index, func: str):
     return "all", "all classes"
 
 
+def _pdp_need_features(result, n: int, func: str, instead: str) -> None:
+    """A clear error when a result has the wrong number of features for this figure."""
+    if len(result.feature_names) != n:
+        raise InvalidParameterError(
+            f"{func} draws {('one', 'two')[n - 1]} feature{'s' * (n > 1)}; this result has "
+            f"{len(result.feature_names)}. Use {instead} for {('two', 'one')[n - 1]}."
+        )
+
+
 def _pdp_take(arr, pos):
     if arr is None or pos is None:
         return arr
@@ -337,11 +346,7 @@ def pdp2d_figure(
         ``(grid[0][i], grid[1][j])``; then the shade layer and the points.
     """
     func = "pdp2d_figure"
-    if len(result.feature_names) != 2:
-        raise InvalidParameterError(
-            f"pdp2d_figure draws two features; this result has {len(result.feature_names)}. "
-            "Use pdp_figure for one feature."
-        )
+    _pdp_need_features(result, 2, func, "pdp_figure")
     if style not in ("heatmap", "contour"):
         raise param_error("style", func, "one of ['heatmap', 'contour']", style)
     if empty_cells not in ("shade", "hide", "show"):
@@ -411,11 +416,7 @@ def ale_figure(result, *, class_index: int | None = None, show_counts: bool = Tr
         The ALE line(s), then the bin-count bars, then the deciles rug.
     """
     func = "ale_figure"
-    if len(result.feature_names) != 1:
-        raise InvalidParameterError(
-            f"ale_figure draws one feature; this result has {len(result.feature_names)}. "
-            "Use ale2d_figure for two features."
-        )
+    _pdp_need_features(result, 1, func, "ale2d_figure")
     pos, label = _pdp_pick_output(result, class_index, func)
     name = result.feature_names[0]
     edges = np.asarray(result.grid[0], dtype=float)
@@ -468,11 +469,7 @@ def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = 
         (i, j); then the shade layer.
     """
     func = "ale2d_figure"
-    if len(result.feature_names) != 2:
-        raise InvalidParameterError(
-            f"ale2d_figure draws two features; this result has {len(result.feature_names)}. "
-            "Use ale_figure for one feature."
-        )
+    _pdp_need_features(result, 2, func, "ale_figure")
     pos, label = _pdp_pick_output(result, class_index, func)
     if pos == "all":
         pos, label = 0, result.output_names[0]

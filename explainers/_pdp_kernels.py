@@ -190,6 +190,27 @@ def _walk_group(
 
 
 @njit(cache=True, nogil=True)
+def _walk_block(
+    Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots, depth, D, per_row,
+):  # pragma: no cover - compiled
+    """Walk rows ``start:stop`` of ``Xw`` down every tree in turn (:func:`_walk_group`) into D."""
+    m = stop - start
+    XbT = np.ascontiguousarray(Xw[start:stop].T)
+    idx = np.arange(m).astype(np.int32)
+    tmp = np.empty(m, np.int32)
+    s_node = np.empty(depth, np.int64)
+    s_a = np.empty(depth, np.int64)
+    s_b = np.empty(depth, np.int64)
+    s_lo1 = np.empty(depth, np.int64)
+    s_hi1 = np.empty(depth, np.int64)
+    s_lo2 = np.empty(depth, np.int64)
+    s_hi2 = np.empty(depth, np.int64)
+    for t in range(roots.shape[0]):
+        _walk_group(XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
+                    roots[t], D, per_row, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
+
+
+@njit(cache=True, nogil=True)
 def _prefix_sum(D, G1, G2):  # pragma: no cover - compiled
     R = D.shape[2]
     for a in range(G1):
@@ -224,20 +245,9 @@ def ice_tree_kernel(
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        XbT = np.ascontiguousarray(Xw[start:stop].T)
         D = np.zeros((m, G1, G2, R))
-        idx = np.arange(m).astype(np.int32)
-        tmp = np.empty(m, np.int32)
-        s_node = np.empty(depth, np.int64)
-        s_a = np.empty(depth, np.int64)
-        s_b = np.empty(depth, np.int64)
-        s_lo1 = np.empty(depth, np.int64)
-        s_hi1 = np.empty(depth, np.int64)
-        s_lo2 = np.empty(depth, np.int64)
-        s_hi2 = np.empty(depth, np.int64)
-        for t in range(roots.shape[0]):
-            _walk_group(XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
-                        roots[t], D, True, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
+        _walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots,
+                    depth, D, True)
         for i in range(start, stop):
             Di = D[i - start]
             _prefix_sum(Di, G1, G2)
@@ -286,21 +296,9 @@ def pd_sum_kernel(
     for blk in prange(n_blocks):
         start = blk * block
         stop = min(n, start + block)
-        m = stop - start
-        XbT = np.ascontiguousarray(Xw[start:stop].T)
         D = sums[blk : blk + 1]
-        idx = np.arange(m).astype(np.int32)
-        tmp = np.empty(m, np.int32)
-        s_node = np.empty(depth, np.int64)
-        s_a = np.empty(depth, np.int64)
-        s_b = np.empty(depth, np.int64)
-        s_lo1 = np.empty(depth, np.int64)
-        s_hi1 = np.empty(depth, np.int64)
-        s_lo2 = np.empty(depth, np.int64)
-        s_hi2 = np.empty(depth, np.int64)
-        for t in range(roots.shape[0]):
-            _walk_group(XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
-                        roots[t], D, False, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
+        _walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots,
+                    depth, D, False)
         _prefix_sum(D[0], G1, G2)
 
 
@@ -320,20 +318,9 @@ def tree_sums_kernel(Xw, nodes, thr, missing_left, value, roots, max_depth, bloc
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        XbT = np.ascontiguousarray(Xw[start:stop].T)
         D = np.zeros((m, 1, 1, R))
-        idx = np.arange(m).astype(np.int32)
-        tmp = np.empty(m, np.int32)
-        s_node = np.empty(depth, np.int64)
-        s_a = np.empty(depth, np.int64)
-        s_b = np.empty(depth, np.int64)
-        s_lo1 = np.empty(depth, np.int64)
-        s_hi1 = np.empty(depth, np.int64)
-        s_lo2 = np.empty(depth, np.int64)
-        s_hi2 = np.empty(depth, np.int64)
-        for t in range(roots.shape[0]):
-            _walk_group(XbT, idx, tmp, m, -1, -1, empty, empty, 1, 1, nodes, thr, missing_left, value,
-                        roots[t], D, True, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
+        _walk_block(Xw, start, stop, -1, -1, empty, empty, 1, 1, nodes, thr, missing_left, value, roots,
+                    depth, D, True)
         for i in range(m):
             for r in range(R):
                 out[start + i, r] = D[i, 0, 0, r]
