@@ -272,15 +272,14 @@ class CoalitionGame:
         ci = self.adapter.class_index
         for s in range(0, len(mid), per_call):
             cols = mid[s : s + per_call]
-            if self.trees is not None and self.trees.game_fits(len(cols)):
-                pred = self.trees.game_values(x_arr, self.bg_arr, Z[cols])
+            if self.trees is not None:  # all of the adapter's columns: pick the class here
+                if self.trees.game_fits(len(cols)):
+                    pred = self.trees.game_values(x_arr, self.bg_arr, Z[cols])
+                else:
+                    arr = np.where(Z[cols][None, :, None, :], x_arr[:, None, None, :], self.bg_arr[None, None, :, :])
+                    pred = self.trees.predict(arr.reshape(r * len(cols) * self.B, -1))
                 if ci is not None:
                     pred = pred[..., ci : ci + 1]
-            elif self.trees is not None:
-                arr = np.where(Z[cols][None, :, None, :], x_arr[:, None, None, :], self.bg_arr[None, None, :, :])
-                pred = self.trees.predict(arr.reshape(r * len(cols) * self.B, -1))
-                if ci is not None:
-                    pred = pred[:, ci : ci + 1]
             else:
                 pred = as_2d(self.adapter.predict(self._synth(x, x_arr, Z[cols])))
             out[:, cols, :] = pred.reshape(r, len(cols), self.B, k).mean(axis=2)
