@@ -1,16 +1,26 @@
 """The PDP page in a real browser: 1D with ICE and ALE, then the 2D figures (PDP and ALE)."""
+import pandas as pd
 from playwright.sync_api import expect
 
 from .conftest import settle, wait_idle
 
 
-def test_pdp_1d_then_2d(page, app_url):
+def test_pdp_1d_then_2d(page, app_url, tmp_path):
     page.goto(f"{app_url}/effects")
     wait_idle(page)
     expect(page.get_by_role("heading", name="How does the prediction move with a feature?")).to_be_visible()
     charts = page.get_by_test_id("stPlotlyChart")
     expect(charts).to_have_count(2, timeout=60_000)  # PDP with ICE, ALE beside it
     expect(charts.nth(0).locator(".js-plotly-plot")).to_be_visible(timeout=30_000)
+    # the CSV is built when the button is clicked: it arrives, with the curve and the ICE rows
+    with page.expect_download(timeout=60_000) as dl:
+        page.get_by_role("button", name="Download the values (CSV)").click()
+    path = tmp_path / "pdp.csv"
+    dl.value.save_as(path)
+    csv = pd.read_csv(path)
+    assert list(csv.columns[:3]) == ["age", "partial_dependence", "rows"] and len(csv) == 40
+    assert sum(c.startswith("ice_row_") for c in csv.columns) == 442  # an ICE column per data row
+    settle(page)
     page.get_by_role("combobox", name="Second feature (2D)").click()
     page.get_by_role("option", name="bmi", exact=True).click()
     settle(page)
