@@ -77,6 +77,6 @@ else:
     else:
         st.plotly_chart(fig, key="pdp_1d")
 st.caption(f"Method: {res.method}; {len(res.row_indices):,} rows behind each point.")
-# the CSV is built when the button is clicked, not on every run of the page
+# the CSV is built when the button is clicked, not on every run of the page; a click does not rerun it
 st.download_button("Download the values (CSV)", lambda: figures.pdp_to_csv(res, include_ice=not two_d).encode(),
-                   file_name=f"pdp_{ctx.name}_{'_'.join(features)}.csv", mime="text/csv")
+                   file_name=f"pdp_{ctx.name}_{'_'.join(features)}.csv", mime="text/csv", on_click="ignore")

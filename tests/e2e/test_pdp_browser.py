@@ -21,7 +21,9 @@ def test_pdp_1d_then_2d(page, app_url, tmp_path):
     assert list(csv.columns[:3]) == ["age", "partial_dependence", "rows"] and len(csv) == 40
     assert sum(c.startswith("ice_row_") for c in csv.columns) == 442  # an ICE column per data row
     settle(page)
+    # after a download Chromium may only focus the select on the first click: typing opens it
     page.get_by_role("combobox", name="Second feature (2D)").click()
+    page.keyboard.type("bmi")
     page.get_by_role("option", name="bmi", exact=True).click()
     settle(page)
     expect(charts).to_have_count(2, timeout=60_000)  # 2D PDP, second-order ALE beside it
