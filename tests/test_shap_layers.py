@@ -60,12 +60,14 @@ def test_layer_game_equals_synthetic_rows(fits, name, monkeypatch):
     game = CoalitionGame(ExactShap(model, bg).adapter, bg, 2**18)
     assert game.layers is not None
     ex = ExactShap(model, bg).explain(rows)
+    assert ex.params["evaluation"].startswith("network layers")
     ke = KernelShap(model, bg, n_samples=40, random_state=3).explain(rows)
     # the game in small pieces: one background row per pass
     ex_small = ExactShap(model, bg, batch_rows=1).explain(rows)
     _without_layers(monkeypatch)
     assert CoalitionGame(ExactShap(model, bg).adapter, bg, 2**18).layers is None
     ref = ExactShap(model, bg).explain(rows)
+    assert ref.params["evaluation"] == "model predict on synthetic rows"
     ref_k = KernelShap(model, bg, n_samples=40, random_state=3).explain(rows)
     for got in (ex, ex_small):
         np.testing.assert_allclose(got.values, ref.values, **TOL)

@@ -48,6 +48,7 @@ def test_explainers_agree_with_and_without_it(fitted, name, monkeypatch):
     game = CoalitionGame(ExactShap(model, bg).adapter, ExactShap(model, bg).adapter.to_frame(bg), 2**18)
     assert game.trees is not None
     ex = ExactShap(model, bg).explain(rows)
+    assert ex.params["evaluation"] == "compiled tree walk"
     ex_cls = ExactShap(model, bg, class_index=0).explain(rows) if hasattr(model, "classes_") else None
     ke = KernelShap(model, bg, n_samples=20, random_state=1).explain(rows)
     monkeypatch.setattr(tree_game.TreePredictor, "build", classmethod(lambda cls, *a: None))

@@ -218,6 +218,15 @@ class CoalitionGame:
                 self.trees = TreePredictor.build(adapter)
         self._base = None
 
+    @property
+    def evaluation(self) -> str:
+        """How coalitions are evaluated: "network layers", "tree walk" or "predict"."""
+        if self.layers is not None:
+            return "network layers (no synthetic rows)"
+        if self.trees is not None:
+            return "compiled tree walk"
+        return "model predict on synthetic rows"
+
     def base(self) -> np.ndarray:
         """phi_0 = mean over the background of f, shape (k,)."""
         if self._base is None:
@@ -409,6 +418,7 @@ class BackgroundExplainer:
             "nan_is_missing": bool(nan_is_missing),
             "class_index": adapter.class_index,
             "batch_rows": self.batch_rows,
+            "evaluation": game.evaluation,
             "reason": "requested",
             **self._params(),
         }
