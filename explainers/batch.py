@@ -869,45 +869,62 @@ def _warm_worker() -> int:
 
 
 class _Warmup:
-    """loky workers started while the parent still sets up (reads the model, probes
-    the data, hashes the file): their imports then use the core the parent leaves
-    idle, and the chunk loop starts with ready workers. joblib hands the same
-    workers to the chunk loop (one reusable executor per configuration)."""
+    """Workers started while the parent still sets up (reads the model, probes the
+    data, hashes the file): their imports then use the core the parent leaves
+    idle, and the chunk loop starts with ready workers. loky: joblib hands the
+    same workers to the chunk loop (one reusable executor per configuration);
+    Dask: the cluster is up and every worker has run the imports."""
 
-    def __init__(self, backend: str, n_jobs: int):
+    def __init__(self, backend: str, jobs: int):
+        self.jobs = jobs  # what the chunk loop passes to joblib
         self.pids: set[int] = set()
-        self._gen = None
-        if backend != "loky" or n_jobs == 1:
+        self._gen = self._futures = None
+        if backend == "dask":
+            from distributed import get_client
+
+            client = get_client()
+            self._futures = [client.submit(_warm_worker, pure=False, workers=[w], allow_other_workers=False)
+                             for w in client.scheduler_info()["workers"]]
+            return
+        if jobs == 1:
             return
         from joblib import Parallel, delayed, effective_n_jobs
 
-        jobs = effective_n_jobs(n_jobs)
-        if jobs > 1:
-            self._gen = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1)(
-                delayed(_warm_worker)() for _ in range(jobs))
+        if effective_n_jobs(jobs) > 1:
+            self._gen = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1)(
+                delayed(_warm_worker)() for _ in range(effective_n_jobs(jobs)))
 
     def wait(self) -> None:
         """Collect the warm-up (before another Parallel call starts)."""
         if self._gen is not None:
             gen, self._gen = self._gen, None
             self.pids.update(gen)
+        if self._futures is not None:
+            futures, self._futures = self._futures, None
+            self.pids.update(f.result() for f in futures)
 
     def close(self) -> None:
         """Drop a warm-up still pending (an error before the chunk loop): nothing waits for it."""
         gen, self._gen = self._gen, None
-        if gen is not None:
-            with contextlib.suppress(Exception), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # joblib: "tasks executed but not used"
+        futures, self._futures = self._futures, None
+        with contextlib.suppress(Exception), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # joblib: "tasks executed but not used"
+            if gen is not None:
                 gen.close()
+            for f in futures or ():
+                f.cancel()
 
 
 @contextlib.contextmanager
-def _warmed(backend: str, n_jobs: int):
-    warmup = _Warmup(backend, n_jobs)
-    try:
-        yield warmup
-    finally:
-        warmup.close()
+def _warmed(backend: str, n_jobs: int, scheduler: str | None, connect_timeout: float):
+    """The parallel backend, entered before the set-up (an unreachable scheduler fails
+    first), with its workers warming up meanwhile."""
+    with _backend(backend, n_jobs, scheduler, connect_timeout) as jobs:
+        warmup = _Warmup(backend, jobs)
+        try:
+            yield warmup
+        finally:
+            warmup.close()
 
 
 @contextlib.contextmanager
@@ -1049,8 +1066,7 @@ class _RunStats:
 
 
 def _run(out: Path, resume: dict | None, spec: _Spec, src: _Source, cols: _Columns, chunk_rows: int,
-         n_jobs: int, backend: str, scheduler, connect_timeout, total_rows, progress, prime,
-         warmup: _Warmup) -> _RunStats:
+         total_rows, progress, prime, warmup: _Warmup) -> _RunStats:
     """The chunk loop shared by SHAP and importance runs."""
     warmup.wait()
     done = _done_parts(out, spec.kind, spec.run_id) if resume is not None else {}
@@ -1067,23 +1083,23 @@ def _run(out: Path, resume: dict | None, spec: _Spec, src: _Source, cols: _Colum
             X, y = _to_frame(table, cols, start)
             yield spec, index, start, X, y
 
-    with _backend(backend, n_jobs, scheduler, connect_timeout) as jobs:
-        if jobs == 1:
-            # in this process: no pickling, and the model already loaded here is used
-            _WORKER_CACHE.clear()
-            _WORKER_CACHE[spec.run_id] = prime()
-            for args in tasks():
-                tracker.add(_run_chunk(*args))
-        else:
-            from joblib import Parallel, delayed
+    jobs = warmup.jobs
+    if jobs == 1:
+        # in this process: no pickling, and the model already loaded here is used
+        _WORKER_CACHE.clear()
+        _WORKER_CACHE[spec.run_id] = prime()
+        for args in tasks():
+            tracker.add(_run_chunk(*args))
+    else:
+        from joblib import Parallel, delayed
 
-            # batch_size=1: joblib would otherwise group quick tasks and read many chunks
-            # ahead; pre_dispatch bounds the chunks in flight (results are tiny: the
-            # workers write the parts themselves)
-            par = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1,
-                           pre_dispatch="2*n_jobs")
-            for res in par(delayed(_run_chunk)(*args) for args in tasks()):
-                tracker.add(res)
+        # batch_size=1: joblib would otherwise group quick tasks and read many chunks
+        # ahead; pre_dispatch bounds the chunks in flight (results are tiny: the
+        # workers write the parts themselves)
+        par = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size=1,
+                       pre_dispatch="2*n_jobs")
+        for res in par(delayed(_run_chunk)(*args) for args in tasks()):
+            tracker.add(res)
     if state["n_rows"] == 0:
         raise InvalidDataError("The data file has a header but no data rows. Use a file with at least one row.")
     # parts past the end cannot belong to this data; never leave them behind
@@ -1228,12 +1244,11 @@ def explain_file(
         missing = tuple(str(m) for m in missing) or None
     out = Path(out).expanduser().resolve()
 
-    with _warmed(backend, n_jobs) as warmup:
+    with _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
         model_path, model_sha, est = _open_model(model, trusted, func)
         src = _open_source(data)
         cols = _resolve_columns(src, est, None, func)
         notices = list(cols.notices)
-        _ping_scheduler(backend, scheduler, connect_timeout)
 
         # ---- probe: the first rows, to pick the method and fail early on bad input
         probe = None
@@ -1340,20 +1355,12 @@ def explain_file(
                     warnings.simplefilter("ignore")
                     return est, _build_explainer(chosen, est, bg_frame, options)
 
-            st = _run(out, resume, spec, src, cols, chunk_rows, n_jobs, backend, scheduler,
-                      connect_timeout, total_rows, progress, prime, warmup)
+            st = _run(out, resume, spec, src, cols, chunk_rows, total_rows, progress, prime, warmup)
             man.update(status="complete", n_rows=st.n_rows, n_chunks=st.n_chunks, updated=_now(), finished=_now())
             _write_manifest(out, man)
         return BatchReport(out, "shap", st.n_rows, st.n_chunks, st.chunks_computed, st.chunks_skipped,
                            time.perf_counter() - t0, st.rows_computed / max(st.seconds, 1e-9), chosen,
                            reason, notices)
-
-
-def _ping_scheduler(backend: str, scheduler: str | None, connect_timeout: float) -> None:
-    """Fail on an unreachable scheduler before anything is read in full or written."""
-    if backend == "dask" and scheduler:
-        with _backend("dask", 1, scheduler, connect_timeout):
-            pass
 
 
 def _file_sha(path: Path) -> str:
@@ -1442,7 +1449,7 @@ def importance_file(
     if not isinstance(target, str) or not target:
         raise param_error("target", func, "the name of the target column", target)
     out = Path(out).expanduser().resolve()
-    with _warmed(backend, n_jobs) as warmup:
+    with _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
         model_path, model_sha, est = _open_model(model, trusted, func)
         if scoring is None:
             from .importance import _default_scoring_name, _split_pipeline
@@ -1464,7 +1471,6 @@ def importance_file(
         src = _open_source(data)
         cols = _resolve_columns(src, est, target, func)
         notices = list(cols.notices)
-        _ping_scheduler(backend, scheduler, connect_timeout)
         # probe the first rows: columns, target labels and the model all work
         for _, _, frame, y in _iter_frames(src, cols, 64):
             from .importance import permutation_importance
@@ -1495,8 +1501,7 @@ def importance_file(
             spec = _Spec(kind="importance", run_id=run_id, out=str(out), model_path=str(model_path),
                          model_sha=model_sha, trusted=bool(trusted), random_state=random_state,
                          scoring=scoring, n_repeats=n_repeats)
-            st = _run(out, resume, spec, src, cols, chunk_rows, n_jobs, backend, scheduler,
-                      connect_timeout, total_rows, progress, lambda: (est, None), warmup)
+            st = _run(out, resume, spec, src, cols, chunk_rows, total_rows, progress, lambda: (est, None), warmup)
             man.update(status="complete", n_rows=st.n_rows, n_chunks=st.n_chunks, updated=_now(), finished=_now())
             result = _combine_importance(out, man)
             frame = result.to_frame()
