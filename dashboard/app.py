@@ -18,6 +18,7 @@ from dashboard import state  # noqa: E402
 st.set_page_config(page_title="Glassbox — explain your model", page_icon=":material/search_insights:", layout="wide")
 state.init_session()
 state.quiet_restored_widgets()
+state.warm_kernels_in_background()
 state.keep_page_widgets()
 state.apply_url()
 

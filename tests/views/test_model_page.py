@@ -149,3 +149,17 @@ def test_pickle_refused_unless_operator_trusts(uploaded_model, monkeypatch, tmp_
     at.button[0].click().run()
     assert not at.exception
     assert at.title[0].value == "Uploaded: m.pkl"
+
+
+def test_kernels_are_warmed_once_per_process(monkeypatch):
+    import threading
+
+    from dashboard import state
+
+    started = []
+    monkeypatch.setattr(state, "_WARM", {"started": False, "lock": threading.Lock()})
+    monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self.name))
+    state.warm_kernels_in_background()
+    state.warm_kernels_in_background()
+    assert started == ["glassbox-warm-kernels"]
+    state._warm_kernels()  # the warm-up itself runs clean (compiles or loads the kernels)
