@@ -18,7 +18,6 @@ from dashboard import state  # noqa: E402
 st.set_page_config(page_title="Glassbox — explain your model", page_icon=":material/search_insights:", layout="wide")
 state.init_session()
 state.quiet_restored_widgets()
-state.warm_kernels_in_background()
 state.keep_page_widgets()
 state.apply_url()
 
@@ -79,3 +78,5 @@ with st.sidebar:
                    "--trust-pickles): only upload files you trust.", icon=":material/warning:")
 
 page.run()
+# after the page is drawn, so the first page of a fresh server does not share the CPU with it
+state.warm_kernels_in_background()
