@@ -210,6 +210,25 @@ def _scaled(plan, frame, model_input):
     return np.ascontiguousarray(_f64(Xt))
 
 
+def finish_network(plan, A: np.ndarray, layers, bufs) -> np.ndarray:
+    """Pre-activations A (rows, units) through ``layers`` (hidden activation, then
+    the layer), the output head and the class pick: the adapter's columns, (rows, k).
+
+    ``bufs`` are two flat buffers the layers write into in turn (None when
+    ``layers`` is empty).
+    """
+    rows = A.shape[0]
+    for li, (W, bias) in enumerate(layers):
+        plan.hidden(A)
+        nxt = bufs[(li + 1) % 2][: rows * W.shape[1]].reshape(rows, W.shape[1])
+        A = np.matmul(A, W, out=nxt)
+        A += bias
+    Y = np.asarray(plan.head(A), dtype=np.float64).reshape(rows, -1)
+    if plan.select is not None:
+        Y = Y[:, plan.select : plan.select + 1]
+    return Y
+
+
 def first_layer_brute(plan, adapter, frame, names, grids, keep_ice: bool):
     """Exactly what ``pdp._brute`` returns, via a shared first affine layer.
 
@@ -271,16 +290,7 @@ def first_layer_brute(plan, adapter, frame, names, grids, keep_ice: bool):
             # reused buffers: no fresh allocation (and page faults) per block
             A = bufs[0][: rows * H].reshape(b, r1 - r, H)
             np.add(A0[None, r:r1, :], shift[:, None, :], out=A)
-            A = A.reshape(rows, H)
-            for li, (W, bias) in enumerate(plan.layers):
-                plan.hidden(A)
-                nxt = bufs[(li + 1) % 2][: rows * W.shape[1]].reshape(rows, W.shape[1])
-                A = np.matmul(A, W, out=nxt)
-                A += bias
-            Y = np.asarray(plan.head(A), dtype=np.float64).reshape(b * (r1 - r), -1)
-            if plan.select is not None:
-                Y = Y[:, plan.select : plan.select + 1]
-            Y = Y.reshape(b, r1 - r, K)
+            Y = finish_network(plan, A.reshape(rows, H), plan.layers, bufs).reshape(b, r1 - r, K)
             if keep_ice:
                 ice[r:r1, s : s + b] = Y.transpose(1, 0, 2)
             sums += Y.sum(axis=1)
@@ -318,16 +328,7 @@ def _relu_brute(plan, A0, P, Wv, K, keep_ice):
         rows = (r1 - r) * m
         A = bufs[0][: rows * first].reshape(r1 - r, m, first)
         _relu_next_layer(A0, r, r1, P, Wv, W1, b1, fuse, WoT, bo, A)
-        A = A.reshape(rows, first)
-        for li, (W, bias) in enumerate(rest):
-            plan.hidden(A)
-            nxt = bufs[(li + 1) % 2][: rows * W.shape[1]].reshape(rows, W.shape[1])
-            A = np.matmul(A, W, out=nxt)
-            A += bias
-        Y = np.asarray(plan.head(A), dtype=np.float64).reshape(rows, -1)
-        if plan.select is not None:
-            Y = Y[:, plan.select : plan.select + 1]
-        Y = Y.reshape(r1 - r, m, K)
+        Y = finish_network(plan, A.reshape(rows, first), rest, bufs).reshape(r1 - r, m, K)
         if keep_ice:
             ice[r:r1] = Y
         else:

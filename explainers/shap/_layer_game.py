@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from numba import njit, prange
 
-from .._pdp_layers import _scaled, first_layer_plan
+from .._pdp_layers import _scaled, finish_network, first_layer_plan
 
 #: hidden activations the compiled pass knows, by scikit-learn's names
 _ACTIVATIONS = {"relu": 0, "tanh": 1, "logistic": 2, "identity": 3}
@@ -79,9 +79,7 @@ class LayerGame:
             out = np.empty((r, c, nb, K1))
             _game_pass(xs, self.bs[b0 : b0 + nb], self.A_bg[b0 : b0 + nb], self.W0, Zb, parent, added,
                        order, self.act, self.W1T, self.b1, out)
-            Y = np.asarray(self.plan.head(out.reshape(-1, K1)), dtype=np.float64).reshape(r * c * nb, -1)
-            if self.plan.select is not None:
-                Y = Y[:, self.plan.select : self.plan.select + 1]
+            Y = finish_network(self.plan, out.reshape(-1, K1), [], None)
             part = Y.reshape(r, c, nb, -1).sum(axis=2)
             total = part if total is None else total + part
         return total / B
