@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InvalidDataError, InvalidFeatureError, InvalidModelError, param_error
-from ._trees import tree_families
+from .trees import tree_families
 from .model import ModelAdapter, detect_task
 
 __all__ = [

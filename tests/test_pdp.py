@@ -248,7 +248,7 @@ def test_recursion_equals_sklearn(num_data, name, feats):
     sk = sk_pd(model, X, feats, method="recursion", kind="average", custom_values=dict(zip(feats, r.grid)))
     sk_avg = np.moveaxis(sk["average"], 0, -1)
     # ours includes the boosting init / baseline that scikit-learn leaves out
-    from explainers._trees import flatten_model
+    from explainers.trees import flatten_model
 
     base = flatten_model(model).base if name.startswith(("gb", "hgb")) else np.zeros(1)
     expected = sk_avg + base if sk_avg.shape[-1] > 1 else sk_avg[..., 0] + base[0]
@@ -370,7 +370,7 @@ from sklearn.linear_model import LinearRegression  # noqa: E402
 from sklearn.neural_network import MLPClassifier, MLPRegressor  # noqa: E402
 from sklearn.preprocessing import MinMaxScaler  # noqa: E402
 
-import explainers.pdp as pdp_module  # noqa: E402
+import explainers.effects.pdp as pdp_module  # noqa: E402
 
 
 def _layer_models():
@@ -428,7 +428,7 @@ def test_first_layer_brute_equals_sklearn_and_generic(layer_fits, num_data, monk
     np.testing.assert_allclose(ours_avg, avg, **TOL)
     np.testing.assert_allclose(ours_ind, ind, **TOL)
     # the generic brute path (first-layer plan disabled) gives the same numbers
-    import explainers._pdp_layers as layers
+    import explainers.effects._layers as layers
 
     monkeypatch.setattr(layers, "first_layer_plan", lambda *a, **k: None)
     g = partial_dependence(model, X, feats, grid_resolution=6, kind="both", method="auto")
@@ -471,7 +471,7 @@ def test_first_layer_skips_generic_brute(layer_fits, num_data, monkeypatch):
 @pytest.mark.parametrize("output, class_index", [("raw", None), ("log_odds", None), ("proba", 2)])
 def test_first_layer_adapter_outputs(layer_fits, num_data, monkeypatch, output, class_index):
     X = num_data[0]
-    import explainers._pdp_layers as layers
+    import explainers.effects._layers as layers
 
     for name in ("scaler_logreg_bin", "scaler_logreg_3", "mlp_3"):
         ad = ModelAdapter(layer_fits[name], output=output)
@@ -489,7 +489,7 @@ def test_first_layer_adapter_outputs(layer_fits, num_data, monkeypatch, output, 
 
 def test_first_layer_sample_and_centered(layer_fits, num_data, monkeypatch):
     X = num_data[0]
-    import explainers._pdp_layers as layers
+    import explainers.effects._layers as layers
 
     monkeypatch.setattr(layers, "_BLOCK_VALUES", 64)  # many small row blocks
     kw = dict(grid_resolution=5, kind="both", sample=50, centered=True)

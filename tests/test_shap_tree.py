@@ -28,7 +28,7 @@ from sklearn.linear_model import Ridge
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from explainers import ModelAdapter
-from explainers._trees import flatten_model
+from explainers.trees import flatten_model
 from explainers.errors import ExplainerError, InvalidModelError, InvalidParameterError
 from explainers.shap import ExactShap, TreeShap, explain
 

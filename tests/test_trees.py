@@ -19,7 +19,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor, ExtraTreeRegressor
 
-from explainers._trees import TreeEnsemble, flatten_model, is_tree_model
+from explainers.trees import TreeEnsemble, flatten_model, is_tree_model
 from explainers.errors import InvalidModelError
 
 
@@ -141,7 +141,7 @@ def test_dataclass_is_frozen(fitted):
 def test_flatten_is_reused_until_the_model_is_refit():
     from sklearn.ensemble import GradientBoostingRegressor
 
-    from explainers._trees import flatten_model
+    from explainers.trees import flatten_model
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 3))

@@ -1,7 +1,7 @@
 """The coalition game of a small network without building synthetic rows.
 
 For an MLP with one hidden layer, or a linear / logistic model (bare, or behind
-column-wise scalers in a Pipeline: :func:`explainers._pdp_layers.first_layer_plan`),
+column-wise scalers in a Pipeline: :func:`explainers.effects._layers.first_layer_plan`),
 the model's first pre-activation on the synthetic row ``(x_S, b_~S)`` is::
 
     A(S, b) = A(empty, b) + sum_{j in S} (xs_j - bs_j) W[j]
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from numba import njit, prange
 
-from .._pdp_layers import _scaled, finish_network, first_layer_plan
+from ..effects._layers import _scaled, finish_network, first_layer_plan
 
 #: hidden activations the compiled pass knows, by scikit-learn's names
 _ACTIVATIONS = {"relu": 0, "tanh": 1, "logistic": 2, "identity": 3}

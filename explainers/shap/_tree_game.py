@@ -3,9 +3,9 @@
 ExactShap and KernelShap on a tree model spend their time predicting the
 synthetic rows ``(x_S, b_~S)``. scikit-learn walks each row down each tree on
 its own, one mispredicted branch per node; the flattened ensemble
-(:func:`explainers._trees.flatten_model`) walks a block of rows down each
+(:func:`explainers.trees.flatten_model`) walks a block of rows down each
 tree together, partitioning it at each split in one branch-free pass
-(:func:`explainers._pdp_kernels.tree_sums_kernel`). Same trees, same routing
+(:func:`explainers.trees.walks.tree_sums_kernel`). Same trees, same routing
 (NaN directions, float32 rounding of scikit-learn trees), the model's own
 output link: the predictions agree with ``predict`` / ``predict_proba`` /
 ``decision_function`` to rounding (the tree sums are added in another order).
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._trees import flatten_model, is_tree_model
+from ..trees import flatten_model, is_tree_model
 from ..errors import InvalidModelError
 from ..model import ModelAdapter
 
@@ -41,7 +41,7 @@ class TreePredictor:
     """The adapter's output columns for numeric rows, from the flattened trees."""
 
     def __init__(self, ens, kind: str, n_cols: int):
-        from .._pdp_kernels import pack_nodes
+        from ..trees.walks import pack_nodes
 
         self.ens = ens
         self.kind = kind  # "value" | "margin" | "proba" | "log_odds"
@@ -87,7 +87,7 @@ class TreePredictor:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Outputs of shape (n, n_cols) for float rows in the model's column order."""
-        from .._pdp_kernels import tree_sums_kernel
+        from ..trees.walks import tree_sums_kernel
 
         ens = self.ens
         Xw = ens.prepare_inputs(X)

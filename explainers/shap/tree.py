@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .._trees import TreeEnsemble, flatten_model, is_tree_model
+from ..trees import TreeEnsemble, flatten_model, is_tree_model
 from ..errors import InvalidDataError, InvalidModelError, param_error
 from ..model import ModelAdapter
 from . import _tree_kernels as K

@@ -83,7 +83,7 @@ def first_layer_plan(adapter, frame, grids):
     """A :class:`_Plan` when the shared-first-layer brute path applies, else None."""
     from sklearn.pipeline import Pipeline
 
-    from .model import ModelAdapter
+    from ..model import ModelAdapter
 
     if type(adapter) is not ModelAdapter:  # a subclass may predict differently
         return None

@@ -1,0 +1,188 @@
+"""Compiled (numba) kernels behind exact tree partial dependence and ICE.
+
+They run the group walk of :mod:`explainers.trees.walks` over a sorted grid on one
+or two target features and turn the summed leaf values into ICE curves
+(:func:`ice_tree_kernel`) or, for an identity transform, straight into the
+average (:func:`pd_sum_kernel`: a leaf then costs one update per row group
+rather than one per row). :func:`recursion_kernel` is scikit-learn's weighted
+(``method="recursion"``) tree traversal.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ..trees.walks import prefix_sum, walk_block
+
+__all__ = ["ice_tree_kernel", "pd_sum_kernel", "recursion_kernel"]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def ice_tree_kernel(
+    Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots,
+    base, scale, tcode, max_depth, block, out,
+):  # pragma: no cover - compiled
+    """Exact ICE of every row of ``Xw`` over a G1 x G2 grid.
+
+    Writes ``out[i, a, b, :] = transform(base + scale * sum_t value_t(leaf))``
+    for row i with its target features set to grid point (a, b). ``out`` has
+    shape (n, G1, G2, K) with K = 2 for the sigmoid transform, else n_raw.
+    tcode: 0 identity, 1 exp, 2 sigmoid, 3 softmax. Rows are taken in blocks
+    (in parallel); within a block each tree is walked by all rows together
+    before the next tree, so the tree's nodes stay in cache.
+    """
+    n = Xw.shape[0]
+    R = value.shape[1]
+    depth = max_depth + 2
+    n_blocks = (n + block - 1) // block
+    for blk in prange(n_blocks):
+        start = blk * block
+        stop = min(n, start + block)
+        m = stop - start
+        D = np.zeros((m, G1, G2, R))
+        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots,
+                    depth, D, True)
+        for i in range(start, stop):
+            Di = D[i - start]
+            prefix_sum(Di, G1, G2)
+            for a in range(G1):
+                for b in range(G2):
+                    if tcode == 0:
+                        for r in range(R):
+                            out[i, a, b, r] = base[r] + scale * Di[a, b, r]
+                    elif tcode == 1:
+                        for r in range(R):
+                            out[i, a, b, r] = np.exp(base[r] + scale * Di[a, b, r])
+                    elif tcode == 2:
+                        p = 1.0 / (1.0 + np.exp(-(base[0] + scale * Di[a, b, 0])))
+                        out[i, a, b, 0] = 1.0 - p
+                        out[i, a, b, 1] = p
+                    else:
+                        m = -np.inf
+                        for r in range(R):
+                            z = base[r] + scale * Di[a, b, r]
+                            out[i, a, b, r] = z
+                            if z > m:
+                                m = z
+                        s = 0.0
+                        for r in range(R):
+                            e = np.exp(out[i, a, b, r] - m)
+                            out[i, a, b, r] = e
+                            s += e
+                        for r in range(R):
+                            out[i, a, b, r] /= s
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def pd_sum_kernel(
+    Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots, max_depth, block, sums,
+):  # pragma: no cover - compiled
+    """Sum over the rows of ``Xw`` of the unscaled tree sums at every grid point.
+
+    ``sums`` has shape (n_blocks, G1, G2, n_raw); block ``k`` receives the sum
+    over its rows (after the prefix sums). For an identity transform the
+    partial dependence is ``base + scale * sums.sum(0) / n``: a leaf then costs
+    one update per row group, not one per row.
+    """
+    n = Xw.shape[0]
+    depth = max_depth + 2
+    n_blocks = (n + block - 1) // block
+    for blk in prange(n_blocks):
+        start = blk * block
+        stop = min(n, start + block)
+        D = sums[blk : blk + 1]
+        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots,
+                    depth, D, False)
+        prefix_sum(D[0], G1, G2)
+
+
+@njit(cache=True, nogil=True)
+def recursion_kernel(
+    f1, f2, pos1, pos2, G1, G2, feature, left, right, cover, value, roots, max_depth,
+):  # pragma: no cover - compiled
+    """Cover-weighted partial dependence (scikit-learn's 'recursion') over the grid.
+
+    Returns the unscaled tree sum ``sum_t E_cover[value_t]`` of shape (G1, G2, n_raw):
+    at a split on a target feature the grid range is cut, at any other split
+    both children are visited, weighted by their share of the training cover.
+    """
+    R = value.shape[1]
+    D = np.zeros((G1, G2, R))
+    depth = max_depth + 2
+    s_node = np.empty(depth, np.int64)
+    s_w = np.empty(depth, np.float64)
+    s_lo1 = np.empty(depth, np.int64)
+    s_hi1 = np.empty(depth, np.int64)
+    s_lo2 = np.empty(depth, np.int64)
+    s_hi2 = np.empty(depth, np.int64)
+    for t in range(roots.shape[0]):
+        s_node[0] = roots[t]
+        s_w[0] = 1.0
+        s_lo1[0] = 0
+        s_hi1[0] = G1
+        s_lo2[0] = 0
+        s_hi2[0] = G2
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            node = s_node[sp]
+            w = s_w[sp]
+            lo1 = s_lo1[sp]
+            hi1 = s_hi1[sp]
+            lo2 = s_lo2[sp]
+            hi2 = s_hi2[sp]
+            while True:
+                lc = left[node]
+                if lc < 0:
+                    for r in range(R):
+                        v = w * value[node, r]
+                        D[lo1, lo2, r] += v
+                        if hi2 < G2:
+                            D[lo1, hi2, r] -= v
+                        if hi1 < G1:
+                            D[hi1, lo2, r] -= v
+                            if hi2 < G2:
+                                D[hi1, hi2, r] += v
+                    break
+                f = feature[node]
+                rc = right[node]
+                if f == f1 or f == f2:
+                    if f == f1:
+                        p = pos1[node]
+                        lo, hi = lo1, hi1
+                    else:
+                        p = pos2[node]
+                        lo, hi = lo2, hi2
+                    if p <= lo:
+                        node = rc
+                    elif p >= hi:
+                        node = lc
+                    else:
+                        s_node[sp] = rc
+                        s_w[sp] = w
+                        s_lo1[sp] = lo1
+                        s_hi1[sp] = hi1
+                        s_lo2[sp] = lo2
+                        s_hi2[sp] = hi2
+                        if f == f1:
+                            s_lo1[sp] = p
+                            hi1 = p
+                        else:
+                            s_lo2[sp] = p
+                            hi2 = p
+                        sp += 1
+                        node = lc
+                else:
+                    # same arithmetic as scikit-learn: w * frac left, w * (1 - frac) right
+                    frac = cover[lc] / cover[node]
+                    s_node[sp] = rc
+                    s_w[sp] = w * (1.0 - frac)
+                    s_lo1[sp] = lo1
+                    s_hi1[sp] = hi1
+                    s_lo2[sp] = lo2
+                    s_hi2[sp] = hi2
+                    sp += 1
+                    w = w * frac
+                    node = lc
+    prefix_sum(D, G1, G2)
+    return D

@@ -1,0 +1,793 @@
+"""Partial dependence (PDP) and individual conditional expectation (ICE).
+
+For a feature set S (one or two features) and a grid of values v, the partial
+dependence is the average prediction with ``x_S`` overwritten by v while every
+other feature keeps each row's own value (eq. 3 of the PDP seed)::
+
+    PD(v) = 1/n * sum_i f(v, x_{i,C})          ICE_i(v) = f(v, x_{i,C})
+
+so the ICE curves always average to the PDP over the same rows. Three ways to
+compute it:
+
+- ``"brute"``: any model. Rows are copied once per grid point, many grid points
+  per predict call, and the predictions averaged: the same numbers as
+  scikit-learn's ``partial_dependence(method="brute")``. For an MLP or a linear
+  model (bare, or after column-wise scalers in a Pipeline) on float data the
+  same brute-force values are computed with the first affine layer shared
+  across grid points (see :mod:`explainers.effects._layers`); ``params["brute_path"]``
+  says which way was taken ("first-layer" or "generic").
+- ``"tree"``: scikit-learn tree models only, the same numbers as brute (exact
+  PD and ICE over the data rows) from one compiled walk per row and tree that
+  carries the whole grid down the tree (see :mod:`explainers.effects._tree_kernels`).
+- ``"recursion"``: scikit-learn's cover-weighted tree recursion, averages only;
+  it averages over the *training* data seen through the node covers, not over
+  X, so it differs from brute when features are correlated.
+"""
+from __future__ import annotations
+
+import numbers
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InvalidFeatureError, InvalidParameterError, param_error
+from ..model import ModelAdapter
+
+__all__ = ["partial_dependence", "PartialDependenceResult"]
+
+_KINDS = ("average", "individual", "both")
+_METHODS = ("auto", "brute", "tree", "recursion")
+#: numeric columns with at most this many distinct integer values count as categorical
+_MAX_AUTO_CATEGORIES = 10
+#: ICE values kept in memory per compiled call (rows x grid points x outputs)
+_TREE_CHUNK_VALUES = 8_000_000
+#: at most this many rows per predict call in the brute method
+_BRUTE_ROWS = 32_768
+#: serialises compiled calls: numba's fallback "workqueue" threading layer may
+#: not be entered from two threads at once (Streamlit runs sessions in threads)
+_KERNEL_LOCK = threading.Lock()
+#: rows walked together through one tree at a time, per ICE block (each row
+#: keeps its own grid of sums, so the block bounds that memory)
+_TREE_BLOCK_ROWS = 256
+#: rows per block when only the row sum is wanted (one grid of sums per block)
+_TREE_SUM_BLOCK_ROWS = 2048
+
+
+@dataclass(frozen=True, eq=False)
+class PartialDependenceResult:
+    """Partial dependence and ICE of one or two features.
+
+    Shapes below use ``G = (len(grid[0]),)`` for one feature and
+    ``G = (len(grid[0]), len(grid[1]))`` for two; ``k`` is the number of model
+    outputs, present as a last axis only when ``len(output_names) > 1``
+    (multiclass or binary probabilities with ``class_index=None``).
+
+    Attributes
+    ----------
+    feature_names : tuple of str
+        The one or two features, as column names.
+    feature_kinds : tuple of str
+        ``"numeric"`` or ``"categorical"`` per feature.
+    grid : list of ndarray
+        Grid values per feature: sorted floats for numeric features, the
+        categories (object array, data order) for categorical ones.
+    average : ndarray of shape G or (*G, k)
+        Partial dependence: the mean of the ICE curves (centred when ``centered``).
+    individual : ndarray of shape (n_rows, *G) or (n_rows, *G, k), or None
+        ICE curves, one per row in ``row_indices``; None when ``kind="average"``.
+    counts : ndarray of int64, shape G
+        Rows of the full data in each grid cell: for numeric features the cells
+        are bounded by the midpoints between grid values (the outer cells extend
+        half a step beyond the end points); for categorical features a cell is
+        the rows equal to the category. Zero marks points with no data behind them.
+    deciles : list of ndarray
+        Deciles (10%..90%) of each numeric feature in the full data, for a rug;
+        an empty array for categorical features.
+    row_indices : ndarray of int64, shape (n_rows,)
+        Positions (0-based) in X of the rows averaged over (all rows unless sampled).
+    kind : {"average", "individual", "both"}
+    method : {"brute", "tree", "recursion"}
+        The method actually used ("auto" resolved).
+    centered : bool
+        True when every ICE curve (and the PDP) has been shifted to 0 at the
+        first grid point.
+    output_names : list of str
+        One label per output (class names, or "prediction").
+    task : {"regression", "binary", "multiclass"}
+    params : dict
+        The inputs that produced the result (grid_resolution, percentiles, ...).
+    """
+
+    feature_names: tuple
+    feature_kinds: tuple
+    grid: list
+    average: np.ndarray
+    individual: np.ndarray | None
+    counts: np.ndarray
+    deciles: list
+    row_indices: np.ndarray
+    kind: str
+    method: str
+    centered: bool
+    output_names: list
+    task: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return tuple(len(g) for g in self.grid)
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self.output_names)
+
+
+# ------------------------------------------------------------------ features
+def _feature_names_from(frame: pd.DataFrame, features) -> list[str]:
+    cols = [str(c) for c in frame.columns]
+    if isinstance(features, (str, numbers.Integral)):
+        features = [features]
+    try:
+        features = list(features)
+    except TypeError:
+        raise InvalidFeatureError(
+            f"features must be a column name, an index, or a list of one or two of them; "
+            f"got {features!r}."
+        ) from None
+    if not 1 <= len(features) <= 2:
+        raise InvalidFeatureError(
+            f"Partial dependence takes one or two features; got {len(features)} "
+            f"({', '.join(map(str, features))}). Pick one feature for a curve or two for a "
+            "heatmap."
+        )
+    names = []
+    for f in features:
+        if isinstance(f, numbers.Integral) and not isinstance(f, bool):
+            if not 0 <= int(f) < len(cols):
+                raise InvalidFeatureError(
+                    f"Feature index {f} is out of range: the data has {len(cols)} columns "
+                    f"(0..{len(cols) - 1})."
+                )
+            names.append(cols[int(f)])
+        else:
+            name = str(f)
+            if name not in cols:
+                raise InvalidFeatureError(
+                    f"Unknown feature {name!r}. Known features: "
+                    f"{', '.join(cols[:20])}{' …' if len(cols) > 20 else ''}."
+                )
+            names.append(name)
+    if len(names) == 2 and names[0] == names[1]:
+        raise InvalidFeatureError(
+            f"The two features are the same ({names[0]!r}); pick two different features."
+        )
+    return names
+
+
+def _is_numeric(series: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
+        series.dtype
+    )
+
+
+def _feature_kind(series: pd.Series, name: str, categorical: set[str] | None) -> str:
+    if categorical is not None:
+        if name in categorical or not _is_numeric(series):
+            return "categorical"
+        return "numeric"
+    if not _is_numeric(series):
+        return "categorical"
+    values = series.dropna().to_numpy()
+    uniq = np.unique(values)
+    if len(uniq) <= _MAX_AUTO_CATEGORIES and np.all(np.mod(uniq, 1) == 0):
+        return "categorical"
+    return "numeric"
+
+
+def _categories(series: pd.Series, kind_numeric_values: bool) -> np.ndarray:
+    """Observed categories: numbers sorted, declared categories in their order,
+    other values in order of first appearance."""
+    s = series.dropna()
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        present = set(s.unique().tolist())
+        cats = [c for c in series.dtype.categories if c in present]
+        return np.asarray(cats, dtype=object)
+    if kind_numeric_values:
+        return np.unique(s.to_numpy())
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return np.asarray(sorted(s.unique().tolist()), dtype=object)
+    return np.asarray(pd.unique(s), dtype=object)
+
+
+def _numeric_grid(values: np.ndarray, name: str, grid_resolution: int, percentiles) -> np.ndarray:
+    """The grid scikit-learn builds: unique values if fewer than grid_resolution,
+    else equally spaced between the empirical percentiles (mquantiles)."""
+    from scipy.stats.mstats import mquantiles
+
+    values = values[~np.isnan(values)]
+    uniq = np.unique(values)
+    if len(uniq) < 2:
+        raise InvalidFeatureError(
+            f"Feature {name!r} is constant (every row is {uniq[0] if len(uniq) else 'missing'}), "
+            "so its partial dependence is a single point. Pick a feature that varies, or "
+            "pass the values to evaluate in custom_values."
+        )
+    if len(uniq) < grid_resolution:
+        return uniq.astype(np.float64)
+    lo, hi = mquantiles(values, prob=percentiles, axis=0)
+    if np.allclose(lo, hi):
+        raise InvalidParameterError(
+            f"The percentiles {tuple(percentiles)} of feature {name!r} are both {lo:g}, so no "
+            "grid can be built between them. Widen the percentiles (e.g. (0, 1)) or pass "
+            "custom_values."
+        )
+    return np.linspace(lo, hi, num=grid_resolution, endpoint=True)
+
+
+def _custom_grid(values, series: pd.Series, name: str, kind: str, cats: np.ndarray | None) -> np.ndarray:
+    arr = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=object)
+    if arr.ndim != 1 or len(arr) == 0:
+        raise InvalidParameterError(
+            f"custom_values[{name!r}] must be a non-empty 1-D list of values; got {values!r}."
+        )
+    if kind == "categorical":
+        known = set(cats.tolist())
+        unknown = [v for v in arr.tolist() if v not in known]
+        if unknown:
+            shown = ", ".join(map(repr, cats.tolist()[:10]))
+            raise InvalidParameterError(
+                f"Feature {name!r} is categorical, but custom_values[{name!r}] holds values that "
+                f"are not among its categories: {unknown[:5]!r}. A categorical feature takes a "
+                f"grid of its categories ({shown}{' …' if len(cats) > 10 else ''}), not a numeric grid."
+            )
+        # keep data order, drop repeats
+        order = {c: i for i, c in enumerate(cats.tolist())}
+        chosen = sorted(set(arr.tolist()), key=order.__getitem__)
+        out = np.empty(len(chosen), dtype=cats.dtype)
+        out[:] = chosen
+        return out
+    try:
+        num = np.asarray(arr, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"Feature {name!r} is numeric, but custom_values[{name!r}] holds non-numeric values "
+            f"({arr[:5].tolist()!r}). Pass numbers."
+        ) from None
+    if not np.all(np.isfinite(num)):
+        raise InvalidParameterError(
+            f"custom_values[{name!r}] must be finite numbers; got {num.tolist()!r}."
+        )
+    return np.unique(num)
+
+
+def _bin_index(col: np.ndarray, grid: np.ndarray, kind: str) -> np.ndarray:
+    """Cell of each row on one grid axis (-1: outside every cell)."""
+    G = len(grid)
+    if kind == "categorical":
+        lookup = {v: i for i, v in enumerate(grid.tolist())}
+        return np.asarray([lookup.get(v, -1) for v in col.tolist()], dtype=np.int64)
+    x = np.asarray(col, dtype=np.float64)
+    g = np.asarray(grid, dtype=np.float64)
+    if G == 1:
+        return np.where(x == g[0], 0, -1)
+    mids = (g[1:] + g[:-1]) / 2
+    edges = np.concatenate([[g[0] - (g[1] - g[0]) / 2], mids, [g[-1] + (g[-1] - g[-2]) / 2]])
+    idx = np.searchsorted(edges, x, side="right") - 1
+    idx[x == edges[-1]] = G - 1  # the outer edge itself belongs to the last cell
+    idx[(idx < 0) | (idx >= G) | np.isnan(x)] = -1
+    return idx
+
+
+def _counts(frame: pd.DataFrame, names, grids, kinds) -> np.ndarray:
+    shape = tuple(len(g) for g in grids)
+    idx = [_bin_index(frame[n].to_numpy(), g, k) for n, g, k in zip(names, grids, kinds)]
+    ok = np.all([i >= 0 for i in idx], axis=0)
+    flat = np.ravel_multi_index(tuple(i[ok] for i in idx), shape)
+    return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.int64)
+
+
+def _deciles(series: pd.Series, kind: str) -> np.ndarray:
+    if kind == "categorical":
+        return np.empty(0)
+    x = series.to_numpy(dtype=np.float64)
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return np.empty(0)
+    return np.percentile(x, np.arange(10, 100, 10))
+
+
+# ------------------------------------------------------------------- methods
+def _tree_plan(adapter: ModelAdapter, frame: pd.DataFrame, kinds, grids):
+    """Return (ensemble, transform) when the exact tree walk applies, else (None, reason)."""
+    from ..trees import flatten_model, is_tree_model
+    from ..errors import InvalidModelError
+
+    model = adapter.model
+    if not is_tree_model(model):
+        return None, (
+            f"{type(model).__name__} is not a bare scikit-learn tree model (a Pipeline never is)"
+        )
+    if not all(_is_numeric(frame[c]) or pd.api.types.is_bool_dtype(frame[c].dtype) for c in frame.columns):
+        return None, "the data has non-numeric columns"
+    if not all(g.dtype.kind in "fiub" for g in grids):
+        return None, "a grid is not numeric"
+    try:
+        ens = flatten_model(model)
+    except InvalidModelError as exc:
+        return None, str(exc)
+    if ens.n_features != frame.shape[1]:
+        return None, "the data and the model have different numbers of columns"
+    if adapter.output in ("auto", "proba"):
+        transform = ens.transform
+    elif adapter.output == "raw":
+        has_margin = adapter.task != "regression" and hasattr(model, "decision_function")
+        transform = "identity" if has_margin else ens.transform
+    else:
+        return None, f"output={adapter.output!r} is not the model's own prediction space"
+    return (ens, transform), None
+
+
+def _finish_outputs(arr: np.ndarray, adapter: ModelAdapter) -> np.ndarray:
+    """Last axis holds all model columns: keep the chosen class, drop a single column."""
+    if adapter.class_index is not None:
+        return arr[..., adapter.class_index]
+    if arr.shape[-1] == 1:
+        return arr[..., 0]
+    return arr
+
+
+def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, keep_ice: bool):
+    """ICE (or only its row sum) over a sorted numeric grid, via the compiled walk."""
+    from ..trees.walks import pack_nodes, split_positions
+    from ._tree_kernels import ice_tree_kernel, pd_sum_kernel
+    from ..trees import TRANSFORMS
+
+    Xw = ens.prepare_inputs(frame.to_numpy(dtype=np.float64))
+    gcmp = [np.asarray(g, dtype=np.float64) for g in grids]
+    if ens.float32_inputs:
+        gcmp = [g.astype(np.float32).astype(np.float64) for g in gcmp]
+    f1 = cols[0]
+    f2 = cols[1] if len(cols) == 2 else -1
+    G1 = len(grids[0])
+    G2 = len(grids[1]) if len(cols) == 2 else 1
+    pos1 = split_positions(ens.feature, ens.threshold, f1, gcmp[0])
+    pos2 = split_positions(ens.feature, ens.threshold, f2, gcmp[1] if f2 >= 0 else gcmp[0])
+    K = 2 if transform == "sigmoid" else ens.n_raw
+    n = Xw.shape[0]
+    tcode = TRANSFORMS.index(transform)
+    nodes, thr = pack_nodes(ens.feature, ens.threshold, ens.left, ens.right)
+    if not keep_ice and transform == "identity":
+        # the average of base + scale * tree sums is base + scale * their row average
+        n_blocks = -(-n // _TREE_SUM_BLOCK_ROWS)
+        sums = np.zeros((n_blocks, G1, G2, ens.n_raw))
+        with _KERNEL_LOCK:
+            pd_sum_kernel(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, ens.value,
+                          ens.roots, ens.max_depth, _TREE_SUM_BLOCK_ROWS, sums)
+        return None, ens.base + ens.scale * (sums.sum(axis=0) / n)
+    args = (f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, ens.value, ens.roots,
+            ens.base, ens.scale, tcode, ens.max_depth, _TREE_BLOCK_ROWS)
+    if keep_ice:
+        out = np.empty((n, G1, G2, K))
+        with _KERNEL_LOCK:
+            ice_tree_kernel(Xw, *args, out)
+        return out, out.mean(axis=0)
+    # Only the average is wanted: bound memory by walking row chunks.
+    step = max(1, _TREE_CHUNK_VALUES // (G1 * G2 * K))
+    total = np.zeros((G1, G2, K))
+    for s in range(0, n, step):
+        out = np.empty((min(step, n - s), G1, G2, K))
+        with _KERNEL_LOCK:
+            ice_tree_kernel(np.ascontiguousarray(Xw[s : s + step]), *args, out)
+        total += out.sum(axis=0)
+    return None, total / n
+
+
+def _recursion_average(ens, cols: list[int], grids):
+    from ..trees.walks import split_positions
+    from ._tree_kernels import recursion_kernel
+
+    gcmp = [np.asarray(g, dtype=np.float64) for g in grids]
+    if ens.float32_inputs:
+        gcmp = [g.astype(np.float32).astype(np.float64) for g in gcmp]
+    f1 = cols[0]
+    f2 = cols[1] if len(cols) == 2 else -1
+    G1 = len(grids[0])
+    G2 = len(grids[1]) if len(cols) == 2 else 1
+    pos1 = split_positions(ens.feature, ens.threshold, f1, gcmp[0])
+    pos2 = split_positions(ens.feature, ens.threshold, f2, gcmp[1] if f2 >= 0 else gcmp[0])
+    D = recursion_kernel(f1, f2, pos1, pos2, G1, G2, ens.feature, ens.left, ens.right,
+                         ens.cover, ens.value, ens.roots, ens.max_depth)
+    return ens.base[None, None, :] + ens.scale * D
+
+
+def _tiled_frame(frame: pd.DataFrame, names, point_values, reps: int) -> pd.DataFrame:
+    """``reps`` stacked copies of a mixed-dtype frame, copy j with the target
+    features set to grid point j (dtypes kept, categoricals rebuilt from codes)."""
+    n = len(frame)
+    data = {}
+    for c in frame.columns:
+        s = frame[c]
+        if c in names:
+            vals = point_values[names.index(c)]
+            if isinstance(s.dtype, pd.CategoricalDtype):
+                data[c] = pd.Categorical(np.repeat(np.asarray(vals, dtype=object), n), dtype=s.dtype)
+            else:
+                rep = np.repeat(np.asarray(vals, dtype=object if isinstance(vals, list) else None), n)
+                data[c] = rep.astype(np.float64) if rep.dtype == object and _is_numeric(s) else rep
+        elif isinstance(s.dtype, pd.CategoricalDtype):
+            data[c] = pd.Categorical.from_codes(np.tile(s.cat.codes.to_numpy(), reps), dtype=s.dtype)
+        else:
+            data[c] = np.tile(s.to_numpy(), reps)
+    return pd.DataFrame(data, columns=frame.columns)
+
+
+def _brute(adapter: ModelAdapter, frame: pd.DataFrame, names, grids, keep_ice: bool):
+    """Replace the features by each grid point for all rows, many points per predict call."""
+    n = len(frame)
+    shape = tuple(len(g) for g in grids)
+    points = np.asarray(list(np.ndindex(*shape)), dtype=np.int64).reshape(-1, len(grids))
+    m = len(points)
+    K = adapter.n_outputs
+    # Several grid points per call, so that per-call overhead (validation,
+    # pipelines) is paid a few times instead of once per grid point, but no more
+    # rows than _BRUTE_ROWS: bigger batches fall out of cache and get slower per row.
+    per_call = max(1, min(adapter.chunk_rows, _BRUTE_ROWS) // max(n, 1))
+    per_call = min(per_call, m)
+    numeric_fast = all(frame[c].dtype == np.float64 for c in frame.columns)
+    cols = [frame.columns.get_loc(nm) for nm in names]
+    if numeric_fast:
+        # One stacked buffer for the whole run: the other columns never change,
+        # only the target columns are overwritten for each batch of grid points.
+        buffer = np.tile(frame.to_numpy(dtype=np.float64), (per_call, 1))
+    ice = np.empty((n, m, K)) if keep_ice else None
+    total = np.zeros((m, K))
+    for s in range(0, m, per_call):
+        pts = points[s : s + per_call]
+        b = len(pts)
+        if numeric_fast:
+            view = buffer[: b * n]
+            for j, col in enumerate(cols):
+                view[:, col] = np.repeat(np.asarray(grids[j], dtype=np.float64)[pts[:, j]], n)
+            # copy=False: the adapter and the model read the buffer itself
+            big = pd.DataFrame(view, columns=frame.columns, copy=False)
+        else:
+            vals = []
+            for j, g in enumerate(grids):
+                picked = g[pts[:, j]]
+                vals.append(list(picked) if g.dtype == object else picked)
+            big = _tiled_frame(frame, names, vals, b)
+        pred = np.asarray(adapter.predict(big), dtype=np.float64).reshape(b, n, K)
+        if keep_ice:
+            ice[:, s : s + b] = pred.transpose(1, 0, 2)
+        total[s : s + b] = pred.mean(axis=1)
+    if keep_ice:
+        return ice.reshape(n, *shape, K), ice.mean(axis=0).reshape(*shape, K)
+    return None, total.reshape(*shape, K)
+
+
+# ---------------------------------------------------------------- public API
+def partial_dependence(
+    model,
+    X,
+    features: Sequence[str | int] | str | int,
+    *,
+    grid_resolution: int = 50,
+    percentiles: tuple[float, float] = (0.05, 0.95),
+    custom_values: Mapping[str | int, Sequence[Any]] | None = None,
+    categorical_features: Sequence[str | int] | None = None,
+    kind: str = "both",
+    centered: bool = False,
+    method: str = "auto",
+    class_index: int | None = None,
+    sample: int | None = None,
+    random_state: int | None = 0,
+) -> PartialDependenceResult:
+    """Partial dependence and ICE of one or two features.
+
+    Parameters
+    ----------
+    model : estimator or ModelAdapter
+        A fitted model (scikit-learn estimator, Pipeline, or anything
+        :class:`~explainers.ModelAdapter` takes). An adapter passes its output
+        choice (e.g. ``output="raw"`` for margins) through.
+    X : DataFrame or array-like of shape (n_samples, n_features)
+        Rows to average over (and to build the grid and counts from).
+    features : str, int, or list of one or two of them
+        Column names or positions.
+    grid_resolution : int, default=50
+        Grid points per numeric feature (fewer if the feature has fewer
+        distinct values: then those values are the grid, as in scikit-learn).
+    percentiles : tuple of float, default=(0.05, 0.95)
+        Numeric grids run evenly between these empirical percentiles.
+    custom_values : dict, default=None
+        ``{feature: values}``: your own grid for some features (numbers for a
+        numeric feature, categories for a categorical one). Numeric grids are
+        sorted and de-duplicated.
+    categorical_features : list of str or int, default=None
+        Features to treat as categorical. By default a feature is categorical
+        when its dtype is not numeric (object, category, string, bool) or it
+        holds at most 10 distinct integer values. A categorical grid is every
+        observed category, in data order (declared order for a category dtype,
+        ascending for numbers, first appearance otherwise).
+    kind : {"average", "individual", "both"}, default="both"
+        ``"average"`` leaves ``individual`` as None; the others keep the ICE curves.
+    centered : bool, default=False
+        Shift every ICE curve to 0 at the first grid point (for two features,
+        the first cell); the PDP is then the mean of the centred curves.
+    method : {"auto", "brute", "tree", "recursion"}, default="auto"
+        ``"brute"``: any model; equals scikit-learn's ``method="brute"``.
+        For MLPs and linear models (LinearRegression, Ridge, Lasso,
+        ElasticNet, SGDRegressor, LogisticRegression), bare or after
+        Standard/MinMax/MaxAbs/RobustScaler steps in a Pipeline, with all
+        columns float, the first layer's pre-activation is computed once and
+        updated per grid point (rank-1): still the brute-force definition, to
+        rounding (``params["brute_path"] == "first-layer"``).
+        ``"tree"``: scikit-learn tree models (DecisionTree*, ExtraTree*,
+        RandomForest*, ExtraTrees*, GradientBoosting* with a constant init,
+        HistGradientBoosting* without categorical splits), given as the bare
+        model with numeric data; the same values as brute, PD and ICE, from
+        one compiled walk per row and tree, in the model's prediction space
+        (boosting probabilities are computed per row and grid point from the
+        summed margin before averaging). ``"auto"``: tree where it applies,
+        else brute. ``"recursion"``: scikit-learn's cover-weighted recursion,
+        ``kind="average"`` only, on the raw scale (margins for boosting
+        classifiers, class fractions for forest classifiers), *including* the
+        init/baseline term that scikit-learn leaves out for boosting models.
+        Recursion does not average over X: at a split on another feature it
+        weights both children by the share of *training* samples that reached
+        them. Those shares were counted among training samples that already
+        passed the splits above, including splits on the chosen feature, so
+        with correlated features they follow the training distribution of the
+        other features *given* the chosen feature's region, not their marginal
+        distribution as brute does; the two then differ (brute extrapolates into
+        unseen combinations, recursion mixes in a conditional expectation).
+        With independent features and X the training data they agree closely.
+    class_index : int, default=None
+        For classifiers, keep only this class (position in ``classes_``);
+        None keeps every class (both columns for a binary model).
+    sample : int, default=None
+        Use a random subset of this many rows (for ICE plots of big data);
+        the PDP is then averaged over the same rows.
+    random_state : int, default=0
+        Seed of the row sample.
+
+    Returns
+    -------
+    PartialDependenceResult
+
+    Raises
+    ------
+    InvalidFeatureError
+        Unknown feature, more than two features, a constant feature.
+    InvalidParameterError
+        A bad option value, a grid that does not fit the feature (numbers for
+        a categorical feature), ``method="tree"``/``"recursion"`` where it
+        does not apply.
+
+    See Also
+    --------
+    explainers.ale.ale : accumulated local effects, for correlated features.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_friedman1
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> X, y = make_friedman1(200, random_state=0)
+    >>> rf = RandomForestRegressor(20, max_depth=4, random_state=0).fit(X, y)
+    >>> r = partial_dependence(rf, X, [0], grid_resolution=10)
+    >>> r.method, r.average.shape, r.individual.shape
+    ('tree', (10,), (200, 10))
+    """
+    func = "partial_dependence"
+    if not isinstance(grid_resolution, numbers.Integral) or isinstance(grid_resolution, bool) or grid_resolution < 2:
+        raise param_error("grid_resolution", func, "an int >= 2", grid_resolution)
+    try:
+        lo_p, hi_p = (float(p) for p in percentiles)
+    except (TypeError, ValueError):
+        raise param_error("percentiles", func, "a pair of floats in [0, 1]", percentiles) from None
+    if not (0 <= lo_p < hi_p <= 1):
+        raise param_error("percentiles", func, "a pair (low, high) with 0 <= low < high <= 1", percentiles)
+    if kind not in _KINDS:
+        raise param_error("kind", func, f"one of {list(_KINDS)}", kind)
+    if method not in _METHODS:
+        raise param_error("method", func, f"one of {list(_METHODS)}", method)
+    if not isinstance(centered, (bool, np.bool_)):
+        raise param_error("centered", func, "a bool", centered)
+    if sample is not None and (
+        not isinstance(sample, numbers.Integral) or isinstance(sample, bool) or sample < 1
+    ):
+        raise param_error("sample", func, "None or an int >= 1", sample)
+    if method == "recursion" and kind != "average":
+        raise InvalidParameterError(
+            "method='recursion' computes averages only (kind='average'); use method='tree' "
+            f"or 'brute' for ICE curves. Got kind={kind!r}."
+        )
+
+    if isinstance(model, ModelAdapter):
+        adapter = model if class_index is None else model.with_output(class_index=class_index)
+    else:
+        adapter = ModelAdapter(model, class_index=class_index)
+    frame = adapter.to_frame(X)
+    if len(frame) == 0:
+        from ..errors import InvalidDataError
+
+        raise InvalidDataError("X has no rows; pass at least one row to average over.")
+    names = _feature_names_from(frame, features)
+
+    categorical = None
+    if categorical_features is not None:
+        categorical = set(_feature_names_from_list(frame, categorical_features))
+    custom = {}
+    for key, vals in (custom_values or {}).items():
+        custom[_feature_names_from(frame, [key])[0]] = vals
+
+    kinds, grids = [], []
+    for name in names:
+        s = frame[name]
+        kind_f = _feature_kind(s, name, categorical)
+        if name in custom and kind_f == "categorical" and categorical is None and _is_numeric(s):
+            # A numeric column auto-detected as categorical (few integer values):
+            # a custom grid of other numbers makes it numeric again.
+            wanted = set(np.asarray(custom[name], dtype=object).tolist())
+            if not wanted <= set(_categories(s, True).tolist()):
+                kind_f = "numeric"
+        cats = _categories(s, _is_numeric(s)) if kind_f == "categorical" else None
+        if name in custom:
+            grid = _custom_grid(custom[name], s, name, kind_f, cats)
+        elif kind_f == "categorical":
+            if len(cats) < 2:
+                raise InvalidFeatureError(
+                    f"Feature {name!r} is constant (it has the single category "
+                    f"{cats.tolist()[:1]!r}); its partial dependence is a single point. Pick a "
+                    "feature that varies."
+                )
+            grid = cats
+        else:
+            grid = _numeric_grid(s.to_numpy(dtype=np.float64), name, grid_resolution, (lo_p, hi_p))
+        kinds.append(kind_f)
+        grids.append(grid)
+
+    counts = _counts(frame, names, grids, kinds)
+    deciles = [_deciles(frame[n_], k_) for n_, k_ in zip(names, kinds)]
+
+    n_all = len(frame)
+    if sample is not None and sample < n_all:
+        rng = np.random.default_rng(random_state)
+        rows = np.sort(rng.choice(n_all, size=int(sample), replace=False))
+        work = frame.iloc[rows]
+    else:
+        rows = np.arange(n_all)
+        work = frame
+    rows = rows.astype(np.int64)
+
+    cols = [frame.columns.get_loc(nm) for nm in names]
+    output_names = list(adapter.output_names)
+    keep_ice = kind != "average"
+    used = method
+    if method in ("auto", "tree", "recursion"):
+        plan, reason = _tree_plan(adapter, frame, kinds, grids)
+        if plan is None and method != "auto":
+            raise InvalidParameterError(
+                f"method={method!r} does not apply here: {reason}. Use method='brute' "
+                "(or 'auto')."
+            )
+        used = "brute" if plan is None else ("tree" if method == "auto" else method)
+
+    brute_path = None
+    if used == "brute":
+        # Still the brute-force definition f(v, x_{i,C}) for every row and grid
+        # point; for MLPs and linear models (behind column-wise scalers) the
+        # first affine layer is shared across grid points (a rank-1 update per
+        # feature) instead of re-predicting stacked copies of X.
+        from ._layers import first_layer_brute, first_layer_plan
+
+        res = None
+        layer_plan = first_layer_plan(adapter, work, grids)
+        if layer_plan is not None:
+            res = first_layer_brute(layer_plan, adapter, work, names, grids, keep_ice)
+        if res is not None:
+            ice, avg = res
+            brute_path = "first-layer"
+        else:
+            ice, avg = _brute(adapter, work, names, grids, keep_ice)
+            brute_path = "generic"
+    elif used == "tree":
+        ens, transform = plan
+        ice, avg = _tree_ice(ens, transform, work, cols, grids, keep_ice)
+        if len(names) == 1:  # drop the unit second grid axis of the kernel
+            ice = None if ice is None else ice[:, :, 0, :]
+            avg = avg[:, 0, :]
+        ice = None if ice is None else _finish_outputs(ice, adapter)
+        avg = _finish_outputs(avg, adapter)
+    else:  # recursion: the raw (pre-transform) scale of the ensemble
+        ens, _ = plan
+        raw = _recursion_average(ens, cols, grids)
+        if len(names) == 1:
+            raw = raw[:, 0, :]
+        ice = None
+        output_names = _raw_output_names(adapter, ens)
+        avg = _select_raw(raw, adapter)
+        if len(output_names) > 1 and adapter.class_index is not None:
+            output_names = [output_names[adapter.class_index]]
+        elif ens.transform == "sigmoid" and adapter.class_index == 0:
+            output_names = [f"log-odds({adapter.classes[0]})"]
+
+    if used == "brute" and adapter.n_outputs == 1:
+        # adapter.predict already picked the class; drop the single output axis
+        ice = None if ice is None else ice[..., 0]
+        avg = avg[..., 0]
+
+    if centered:
+        first = (slice(None),) + (0,) * len(names)
+        if ice is not None:
+            ice = ice - ice[first][(slice(None),) + (None,) * len(names)]
+            avg = ice.mean(axis=0)
+        else:
+            avg = avg - avg[(0,) * len(names)]
+
+    params = dict(
+        features=list(names),
+        grid_resolution=int(grid_resolution),
+        percentiles=(lo_p, hi_p),
+        custom_values={k: list(np.asarray(v, dtype=object).tolist()) for k, v in custom.items()},
+        categorical_features=None if categorical is None else sorted(categorical),
+        kind=kind,
+        centered=bool(centered),
+        method=method,
+        class_index=class_index,
+        sample=sample,
+        random_state=random_state,
+        n_samples=int(n_all),
+        model=type(adapter.model).__name__,
+        brute_path=brute_path,
+    )
+    return PartialDependenceResult(
+        feature_names=tuple(names),
+        feature_kinds=tuple(kinds),
+        grid=list(grids),
+        average=np.asarray(avg, dtype=np.float64),
+        individual=None if (ice is None or not keep_ice) else np.asarray(ice, dtype=np.float64),
+        counts=counts,
+        deciles=deciles,
+        row_indices=rows,
+        kind=kind,
+        method=used,
+        centered=bool(centered),
+        output_names=output_names,
+        task=adapter.task,
+        params=params,
+    )
+
+
+def _feature_names_from_list(frame: pd.DataFrame, feats) -> list[str]:
+    if isinstance(feats, (str, numbers.Integral)):
+        feats = [feats]
+    out = []
+    for f in feats:
+        out.extend(_feature_names_from(frame, [f]))
+    return out
+
+
+def _raw_output_names(adapter: ModelAdapter, ens) -> list[str]:
+    if adapter.task == "regression":
+        return ["log(prediction)"] if ens.transform == "exp" else ["prediction"]
+    classes = [str(c) for c in adapter.classes]
+    if ens.transform == "sigmoid":
+        return [f"log-odds({classes[1]})"]
+    if ens.transform == "softmax":
+        return [f"margin({c})" for c in classes]
+    return classes  # forest / tree classifiers: averaged class fractions
+
+
+def _select_raw(raw: np.ndarray, adapter: ModelAdapter) -> np.ndarray:
+    ci = adapter.class_index
+    if raw.shape[-1] == 1:
+        if ci == 0:  # one log-odds column: the negative class is its mirror
+            return -raw[..., 0]
+        return raw[..., 0]
+    if ci is not None:
+        return raw[..., ci]
+    return raw

@@ -1,0 +1,62 @@
+"""Tree models as one flattened ensemble, whatever library fitted them.
+
+- :mod:`.ensemble`: :class:`TreeEnsemble`, the flat arrays every tree engine reads
+  (exact tree PD/ICE, Tree SHAP, the coalition-game tree walks, OOB importance);
+- one reader per model family (:mod:`.sklearn` today), each a function
+  ``model -> TreeEnsemble`` registered in :data:`READERS`;
+- :mod:`.walks`: the compiled group walk of blocks of rows down the trees, shared
+  by partial dependence and the SHAP coalition game.
+
+:func:`flatten_model` picks the reader and caches its result per fitted model.
+"""
+from __future__ import annotations
+
+import weakref
+
+from ..errors import InvalidModelError
+from .ensemble import TRANSFORMS, TreeEnsemble
+from .sklearn import fitted_trees, flatten_sklearn, is_tree_model, tree_families
+
+__all__ = ["TreeEnsemble", "TRANSFORMS", "flatten_model", "is_tree_model", "tree_families", "READERS"]
+
+#: (test, reader) pairs, tried in order: the first whose test accepts the model flattens it
+READERS = [(is_tree_model, flatten_sklearn)]
+
+_FLAT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _flatten_model(model) -> TreeEnsemble:
+    for accepts, reader in READERS:
+        if accepts(model):
+            return reader(model)
+    raise InvalidModelError(
+        f"{type(model).__name__} is not a scikit-learn tree model (DecisionTree, RandomForest, "
+        "ExtraTrees, GradientBoosting or HistGradientBoosting); use a model-agnostic "
+        "method such as method='brute'."
+    )
+
+
+def flatten_model(model) -> TreeEnsemble:
+    """Flatten a fitted tree model, reusing the result for the same fitted model.
+
+    Explaining one model again and again (the dashboard does, row after row)
+    then pays the per-tree conversion once. The cache holds the model weakly
+    and is keyed by the identity of its fitted trees, so a refit model is
+    flattened anew. See :func:`explainers.trees.sklearn.flatten_sklearn` for
+    what each family's reader accepts.
+    """
+    trees = fitted_trees(model)
+    try:
+        hit = _FLAT_CACHE.get(model)
+    except TypeError:  # not weak-referenceable or not hashable: no caching
+        return _flatten_model(model)
+    # compared by identity, with the old holder kept alive in the cache, so a
+    # refit can never reuse its address and pass for the same trees
+    if hit is not None and trees is not None and hit[0] is trees:
+        return hit[1]
+    ens = _flatten_model(model)
+    try:
+        _FLAT_CACHE[model] = (trees, ens)
+    except TypeError:
+        pass
+    return ens

@@ -1,0 +1,203 @@
+"""Reader for scikit-learn tree models: trees, forests, gradient boosting and
+histogram gradient boosting, into the shared :class:`TreeEnsemble`."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..errors import InvalidModelError
+from .ensemble import TreeEnsemble, assemble
+
+__all__ = ["flatten_sklearn", "is_tree_model", "tree_families", "fitted_trees"]
+
+
+def _sk_tree_arrays(tree, column: int | None, n_raw: int):
+    """Arrays of one scikit-learn ``Tree`` object.
+
+    ``column`` puts a single-valued (boosting) tree in one raw column; None keeps
+    the tree's own value row (regression value or class fractions).
+    """
+    t = tree
+    left = t.children_left.astype(np.int64)
+    right = t.children_right.astype(np.int64)
+    leaf = left < 0
+    feature = np.where(leaf, -1, t.feature).astype(np.int64)
+    threshold = np.where(leaf, np.nan, t.threshold).astype(np.float64)
+    missing = getattr(t, "missing_go_to_left", None)
+    missing = np.zeros(len(left), np.uint8) if missing is None else np.asarray(missing, np.uint8)
+    v = np.asarray(t.value, dtype=np.float64)  # (n_nodes, n_outputs, max_classes)
+    if column is None:
+        value = v[:, 0, :n_raw].copy()
+    else:
+        value = np.zeros((len(left), n_raw))
+        value[:, column] = v[:, 0, 0]
+    cover = np.asarray(t.weighted_n_node_samples, dtype=np.float64)
+    return feature, threshold, left, right, missing, value, cover, int(t.max_depth)
+
+
+def _hgb_tree_arrays(predictor, column: int, n_raw: int):
+    nodes = predictor.nodes
+    if nodes["is_categorical"].any():
+        raise InvalidModelError(
+            "This HistGradientBoosting model has categorical splits, which the "
+            "flat tree representation does not cover; use method='brute' instead."
+        )
+    leaf = nodes["is_leaf"].astype(bool)
+    left = np.where(leaf, -1, nodes["left"].astype(np.int64))
+    right = np.where(leaf, -1, nodes["right"].astype(np.int64))
+    feature = np.where(leaf, -1, nodes["feature_idx"]).astype(np.int64)
+    threshold = np.where(leaf, np.nan, nodes["num_threshold"]).astype(np.float64)
+    missing = nodes["missing_go_to_left"].astype(np.uint8)
+    value = np.zeros((len(nodes), n_raw))
+    value[:, column] = nodes["value"]
+    cover = nodes["count"].astype(np.float64)
+    return feature, threshold, left, right, missing, value, cover, int(nodes["depth"].max())
+
+
+def _link_transform(model) -> str:
+    """Output transform of a model that has a scikit-learn ``_loss`` with a link."""
+    link = type(model._loss.link).__name__
+    mapping = {
+        "IdentityLink": "identity",
+        "LogLink": "exp",
+        "LogitLink": "sigmoid",
+        "MultinomialLogit": "softmax",
+    }
+    if link not in mapping:
+        raise InvalidModelError(
+            f"{type(model).__name__} uses a {link} output link, which the flat tree "
+            "representation does not cover (e.g. loss='exponential'); use method='brute'."
+        )
+    return mapping[link]
+
+
+def tree_families() -> dict:
+    """scikit-learn's tree model classes by family: tree, forest, gb (GradientBoosting), hgb."""
+    from sklearn.ensemble import (
+        ExtraTreesClassifier,
+        ExtraTreesRegressor,
+        GradientBoostingClassifier,
+        GradientBoostingRegressor,
+        HistGradientBoostingClassifier,
+        HistGradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
+    from sklearn.tree import BaseDecisionTree
+
+    return dict(
+        tree=(BaseDecisionTree,),
+        forest=(RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor),
+        gb=(GradientBoostingClassifier, GradientBoostingRegressor),
+        hgb=(HistGradientBoostingClassifier, HistGradientBoostingRegressor),
+    )
+
+
+def is_tree_model(model) -> bool:
+    """True for a bare scikit-learn tree model that :func:`flatten_model` may take.
+
+    A Pipeline is never a tree model here, even if it ends in one: its other
+    steps change the inputs the trees see.
+    """
+    fam = tree_families()
+    return isinstance(model, fam["tree"] + fam["forest"] + fam["gb"] + fam["hgb"])
+
+
+def fitted_trees(model):
+    """The object holding the fitted trees: fitting again replaces it."""
+    for attr in ("estimators_", "_predictors", "tree_"):
+        if hasattr(model, attr):
+            return getattr(model, attr)
+    return None
+
+
+def flatten_sklearn(model) -> TreeEnsemble:
+    """Flatten a fitted scikit-learn tree model into a :class:`TreeEnsemble`.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted DecisionTree*/ExtraTree* , RandomForest*, ExtraTrees*,
+        GradientBoosting* (constant or zero ``init``) or HistGradientBoosting*
+        (no categorical splits) model with a single output.
+
+    Returns
+    -------
+    TreeEnsemble
+
+    Raises
+    ------
+    InvalidModelError
+        For a multi-output model, GradientBoosting with a
+        non-constant ``init`` estimator, HistGradientBoosting with categorical
+        features, or an output link without a transform here.
+    """
+    fam = tree_families()
+    name = type(model).__name__
+    from sklearn.base import is_classifier
+
+    if getattr(model, "n_outputs_", 1) != 1:
+        raise InvalidModelError(
+            f"This {name} has {model.n_outputs_} outputs; only single-output models can be "
+            "flattened. Explain one output at a time with a single-output model."
+        )
+    parts = []
+    tree_output = []
+    n_features = int(model.n_features_in_)
+    clf = is_classifier(model)
+
+    if isinstance(model, fam["tree"] + fam["forest"]):
+        trees = [model] if isinstance(model, fam["tree"]) else list(model.estimators_)
+        n_raw = int(model.n_classes_) if clf else 1
+        for est in trees:
+            parts.append(_sk_tree_arrays(est.tree_, None, n_raw))
+            tree_output.append(-1)
+        base = np.zeros(n_raw)
+        scale = 1.0 / len(trees)
+        transform = "identity"
+        float32_inputs = True
+    elif isinstance(model, fam["gb"]):
+        init = model.init_
+        from sklearn.dummy import DummyClassifier, DummyRegressor
+
+        if not (isinstance(init, str) and init == "zero") and not isinstance(
+            init, (DummyClassifier, DummyRegressor)
+        ):
+            raise InvalidModelError(
+                f"This {name} has a non-constant init estimator ({type(init).__name__}), so "
+                "its raw prediction is not a sum of tree values plus a constant; use "
+                "method='brute'."
+            )
+        transform = _link_transform(model)
+        n_stages, n_raw = model.estimators_.shape
+        # The constant init prediction; its X only needs the right width.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            base = np.asarray(model._raw_predict_init(np.zeros((1, n_features))), np.float64)[0]
+        for stage in range(n_stages):
+            for k in range(n_raw):
+                parts.append(_sk_tree_arrays(model.estimators_[stage, k].tree_, k, n_raw))
+                tree_output.append(k if n_raw > 1 else -1)
+        scale = float(model.learning_rate)
+        float32_inputs = True
+    else:  # HistGradientBoosting
+        if getattr(model, "_preprocessor", None) is not None:
+            raise InvalidModelError(
+                f"This {name} encodes categorical features internally, which the flat "
+                "tree representation does not cover; use method='brute'."
+            )
+        transform = _link_transform(model)
+        n_raw = int(model.n_trees_per_iteration_)
+        base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
+        for predictors in model._predictors:
+            for k, predictor in enumerate(predictors):
+                parts.append(_hgb_tree_arrays(predictor, k, n_raw))
+                tree_output.append(k if n_raw > 1 else -1)
+        scale = 1.0
+        float32_inputs = False
+
+    return assemble(
+        parts, tree_output, base=base, scale=scale, transform=transform,
+        float32_inputs=float32_inputs, n_features=n_features, model_name=name,
+    )
