@@ -81,8 +81,6 @@ def _f64(a) -> np.ndarray:
 
 def first_layer_plan(adapter, frame, grids):
     """A :class:`_Plan` when the shared-first-layer brute path applies, else None."""
-    from sklearn.pipeline import Pipeline
-
     from ..model import ModelAdapter
 
     if type(adapter) is not ModelAdapter:  # a subclass may predict differently
@@ -95,97 +93,120 @@ def first_layer_plan(adapter, frame, grids):
         scalers, mlps, linear_reg, logistic = _types()
     except ImportError:  # pragma: no cover
         return None
-    model = adapter.model
-    pre = []
-    if type(model) is Pipeline:
-        steps = [est for _, est in model.steps]
-        for est in steps[:-1]:
-            if est is None or (isinstance(est, str) and est == "passthrough"):
-                continue
-            if type(est) not in scalers:
-                return None
-            pre.append(est)
-        final = steps[-1]
-    else:
-        final = model
-    p = frame.shape[1]
-    task = adapter.task
-    out = adapter.output
-    layers, hidden, relu, activation = [], None, False, None
+    split = _split_scalers(adapter.model, scalers)
+    if split is None:
+        return None
+    pre, final = split
     if type(final) in mlps:
-        from sklearn.neural_network._base import ACTIVATIONS
-
-        coefs, inter = list(final.coefs_), list(final.intercepts_)
-        if any(np.asarray(c).dtype != np.float64 for c in coefs + inter):
-            return None
-        W0, b0 = coefs[0], inter[0]
-        layers = list(zip(coefs[1:], inter[1:]))
-        hidden = ACTIVATIONS[final.activation]
-        relu = final.activation == "relu"
-        activation = final.activation
-        out_act = ACTIVATIONS[final.out_activation_]
-        if task == "regression":
-            if final.out_activation_ not in ("identity", "exp"):  # exp: poisson loss
-                return None
-
-            def head(A):
-                out_act(A)
-                return A
-        else:
-            k = len(adapter.classes)
-            if final.out_activation_ == "logistic" and final.n_outputs_ == 1 and k == 2:
-                def proba(A):
-                    out_act(A)
-                    y = A.ravel()
-                    return np.vstack([1 - y, y]).T
-            elif final.out_activation_ == "softmax" and final.n_outputs_ == k:
-                def proba(A):
-                    out_act(A)
-                    return A
-            else:  # multilabel or something unexpected
-                return None
-            # MLPClassifier has no decision_function: "raw" falls back to proba
-            head = _classifier_head(proba, None, out, k)
-            if head is None:
-                return None
+        parts = _mlp_parts(final, adapter)
     elif type(final) in linear_reg:
-        if task != "regression":
-            return None
-        coef = _f64(final.coef_)
-        W0 = coef.reshape(-1, 1) if coef.ndim == 1 else coef.T
-        b0 = np.broadcast_to(_f64(final.intercept_), (W0.shape[1],))
-
-        def head(A):
-            return A
+        parts = _linear_parts(final, adapter)
     elif type(final) is logistic:
-        if task == "regression":
-            return None
-        from scipy.special import expit
-        from sklearn.utils.extmath import softmax
-
-        k = len(adapter.classes)
-        coef = _f64(final.coef_)
-        if coef.ndim != 2 or coef.shape[0] != (1 if k == 2 else k):
-            return None
-        W0 = coef.T
-        b0 = np.broadcast_to(_f64(final.intercept_), (W0.shape[1],))
-        if k == 2:  # LinearClassifierMixin._predict_proba_lr
-            def proba(A):
-                y = expit(A.ravel())
-                return np.stack([1 - y, y], axis=1)
-        else:  # LogisticRegression.predict_proba: softmax of the decision function
-            def proba(A):
-                return softmax(A, copy=False)
-        head = _classifier_head(proba, lambda A: A, out, k)
-        if head is None:
-            return None
+        parts = _logistic_parts(final, adapter)
     else:
         return None
+    if parts is None:
+        return None
+    W0, b0, layers, hidden, head, relu, activation = parts
     W0 = _f64(W0)
     b0 = _f64(b0)
-    if W0.ndim != 2 or W0.shape[0] != p:
+    if W0.ndim != 2 or W0.shape[0] != frame.shape[1]:
         return None
     return _Plan(pre, W0, b0, layers, hidden, head, adapter.class_index, relu, activation)
+
+
+def _split_scalers(model, scalers):
+    """(column-wise scalers in order, final estimator), or None if another step comes first."""
+    from sklearn.pipeline import Pipeline
+
+    if type(model) is not Pipeline:
+        return [], model
+    pre = []
+    steps = [est for _, est in model.steps]
+    for est in steps[:-1]:
+        if est is None or (isinstance(est, str) and est == "passthrough"):
+            continue
+        if type(est) not in scalers:
+            return None
+        pre.append(est)
+    return pre, steps[-1]
+
+
+def _mlp_parts(final, adapter):
+    """First layer, further layers, activations and output head of an MLP, or None."""
+    from sklearn.neural_network._base import ACTIVATIONS
+
+    coefs, inter = list(final.coefs_), list(final.intercepts_)
+    if any(np.asarray(c).dtype != np.float64 for c in coefs + inter):
+        return None
+    out_act = ACTIVATIONS[final.out_activation_]
+    if adapter.task == "regression":
+        if final.out_activation_ not in ("identity", "exp"):  # exp: poisson loss
+            return None
+
+        def head(A):
+            out_act(A)
+            return A
+    else:
+        k = len(adapter.classes)
+        if final.out_activation_ == "logistic" and final.n_outputs_ == 1 and k == 2:
+            def proba(A):
+                out_act(A)
+                y = A.ravel()
+                return np.vstack([1 - y, y]).T
+        elif final.out_activation_ == "softmax" and final.n_outputs_ == k:
+            def proba(A):
+                out_act(A)
+                return A
+        else:  # multilabel or something unexpected
+            return None
+        # MLPClassifier has no decision_function: "raw" falls back to proba
+        head = _classifier_head(proba, None, adapter.output, k)
+        if head is None:
+            return None
+    layers = list(zip(coefs[1:], inter[1:]))
+    hidden = ACTIVATIONS[final.activation]
+    return coefs[0], inter[0], layers, hidden, head, final.activation == "relu", final.activation
+
+
+def _linear_parts(final, adapter):
+    """The one affine layer of a linear regressor, or None for a classifier."""
+    if adapter.task != "regression":
+        return None
+    coef = _f64(final.coef_)
+    W0 = coef.reshape(-1, 1) if coef.ndim == 1 else coef.T
+    b0 = np.broadcast_to(_f64(final.intercept_), (W0.shape[1],))
+
+    def head(A):
+        return A
+
+    return W0, b0, [], None, head, False, None
+
+
+def _logistic_parts(final, adapter):
+    """The affine layer and probability head of a logistic regression, or None."""
+    if adapter.task == "regression":
+        return None
+    from scipy.special import expit
+    from sklearn.utils.extmath import softmax
+
+    k = len(adapter.classes)
+    coef = _f64(final.coef_)
+    if coef.ndim != 2 or coef.shape[0] != (1 if k == 2 else k):
+        return None
+    W0 = coef.T
+    b0 = np.broadcast_to(_f64(final.intercept_), (W0.shape[1],))
+    if k == 2:  # LinearClassifierMixin._predict_proba_lr
+        def proba(A):
+            y = expit(A.ravel())
+            return np.stack([1 - y, y], axis=1)
+    else:  # LogisticRegression.predict_proba: softmax of the decision function
+        def proba(A):
+            return softmax(A, copy=False)
+    head = _classifier_head(proba, lambda A: A, adapter.output, k)
+    if head is None:
+        return None
+    return W0, b0, [], None, head, False, None
 
 
 def _classifier_head(proba, margin, output, k):

@@ -35,6 +35,7 @@ import pandas as pd
 
 from ..errors import InvalidFeatureError, param_error
 from ..model import ModelAdapter
+from .grid import as_adapter, feature_names_from_list
 
 __all__ = ["ale", "AleResult"]
 
@@ -138,18 +139,37 @@ def ale(
     func = "ale"
     if not isinstance(n_bins, numbers.Integral) or isinstance(n_bins, bool) or n_bins < 1:
         raise param_error("n_bins", func, "an int >= 1", n_bins)
-    if isinstance(model, ModelAdapter):
-        adapter = model if class_index is None else model.with_output(class_index=class_index)
-    else:
-        adapter = ModelAdapter(model, class_index=class_index)
+    adapter = as_adapter(model, class_index)
     frame = adapter.to_frame(X)
-    from .pdp import _feature_names_from_list
+    names = _feature_names(frame, feature)
+    xs = [_numeric_values(frame, name) for name in names]
+    if len(names) == 2:
+        return _ale_2d(adapter, frame, names, xs, int(n_bins), class_index)
+    name, x = names[0], xs[0]
+    rows = np.flatnonzero(~np.isnan(x))
+    edges, idx = _bins(x[rows], n_bins)
+    effect, local, counts = _first_order(adapter, frame, name, rows, edges, idx)
+    return AleResult(
+        feature_names=(name,),
+        grid=[edges],
+        effect=effect,
+        local_effects=local,
+        counts=counts,
+        deciles=[np.percentile(x[rows], np.arange(10, 100, 10))],
+        output_names=list(adapter.output_names),
+        task=adapter.task,
+        params=dict(feature=name, n_bins=int(n_bins), class_index=class_index,
+                    n_samples=int(len(frame)), model=type(adapter.model).__name__),
+    )
 
+
+def _feature_names(frame: pd.DataFrame, feature) -> list[str]:
+    """The one or two (different) column names ``feature`` means."""
     if not isinstance(feature, (str, numbers.Integral, list, tuple)):
         raise InvalidFeatureError(
             f"feature must be a column name, an index, or a pair of them; got {feature!r}."
         )
-    names = _feature_names_from_list(frame, feature)
+    names = feature_names_from_list(frame, feature)
     if len(names) > 2:
         raise InvalidFeatureError(
             f"ale takes one feature (first order) or two (second order); got {len(names)}. "
@@ -159,16 +179,12 @@ def ale(
         raise InvalidFeatureError(
             f"The two features are the same ({names[0]!r}); pick two different features."
         )
-    xs = [_numeric_values(frame, name) for name in names]
-    if len(names) == 2:
-        return _ale_2d(adapter, frame, names, xs, int(n_bins), class_index)
-    name, x = names[0], xs[0]
-    keep = ~np.isnan(x)
-    rows = np.flatnonzero(keep)
-    xk = x[rows]
-    edges, idx = _bins(xk, n_bins)
-    B = len(edges) - 1
+    return names
 
+
+def _first_order(adapter: ModelAdapter, frame: pd.DataFrame, name: str, rows, edges, idx):
+    """Centred accumulated effect at the edges, the mean local difference and the row count per bin."""
+    B = len(edges) - 1
     work = frame.iloc[rows]
     j = frame.columns.get_loc(name)
     both = _stack([_with_values(work, [j], [edges[idx]]), _with_values(work, [j], [edges[idx + 1]])])
@@ -187,19 +203,7 @@ def ale(
     effect = acc - (counts[:, None] * mid).sum(axis=0) / counts.sum()
     if diff.ndim == 1:
         effect, local = effect[:, 0], local[:, 0]
-    deciles = [np.percentile(xk, np.arange(10, 100, 10))]
-    return AleResult(
-        feature_names=(name,),
-        grid=[edges],
-        effect=effect,
-        local_effects=local,
-        counts=counts,
-        deciles=deciles,
-        output_names=list(adapter.output_names),
-        task=adapter.task,
-        params=dict(feature=name, n_bins=int(n_bins), class_index=class_index,
-                    n_samples=int(len(frame)), model=type(adapter.model).__name__),
-    )
+    return effect, local, counts
 
 
 def _numeric_values(frame: pd.DataFrame, name: str) -> np.ndarray:

@@ -35,13 +35,23 @@ import pandas as pd
 
 from ..errors import InvalidFeatureError, InvalidParameterError, param_error
 from ..model import ModelAdapter
+from .grid import (
+    as_adapter,
+    categories,
+    custom_grid,
+    deciles,
+    feature_kind,
+    feature_names_from,
+    feature_names_from_list,
+    grid_counts,
+    is_numeric,
+    numeric_grid,
+)
 
 __all__ = ["partial_dependence", "PartialDependenceResult"]
 
 _KINDS = ("average", "individual", "both")
 _METHODS = ("auto", "brute", "tree", "recursion")
-#: numeric columns with at most this many distinct integer values count as categorical
-_MAX_AUTO_CATEGORIES = 10
 #: ICE values kept in memory per compiled call (rows x grid points x outputs)
 _TREE_CHUNK_VALUES = 8_000_000
 #: at most this many rows per predict call in the brute method
@@ -125,181 +135,6 @@ class PartialDependenceResult:
         return len(self.output_names)
 
 
-# ------------------------------------------------------------------ features
-def _feature_names_from(frame: pd.DataFrame, features) -> list[str]:
-    cols = [str(c) for c in frame.columns]
-    if isinstance(features, (str, numbers.Integral)):
-        features = [features]
-    try:
-        features = list(features)
-    except TypeError:
-        raise InvalidFeatureError(
-            f"features must be a column name, an index, or a list of one or two of them; "
-            f"got {features!r}."
-        ) from None
-    if not 1 <= len(features) <= 2:
-        raise InvalidFeatureError(
-            f"Partial dependence takes one or two features; got {len(features)} "
-            f"({', '.join(map(str, features))}). Pick one feature for a curve or two for a "
-            "heatmap."
-        )
-    names = []
-    for f in features:
-        if isinstance(f, numbers.Integral) and not isinstance(f, bool):
-            if not 0 <= int(f) < len(cols):
-                raise InvalidFeatureError(
-                    f"Feature index {f} is out of range: the data has {len(cols)} columns "
-                    f"(0..{len(cols) - 1})."
-                )
-            names.append(cols[int(f)])
-        else:
-            name = str(f)
-            if name not in cols:
-                raise InvalidFeatureError(
-                    f"Unknown feature {name!r}. Known features: "
-                    f"{', '.join(cols[:20])}{' …' if len(cols) > 20 else ''}."
-                )
-            names.append(name)
-    if len(names) == 2 and names[0] == names[1]:
-        raise InvalidFeatureError(
-            f"The two features are the same ({names[0]!r}); pick two different features."
-        )
-    return names
-
-
-def _is_numeric(series: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
-        series.dtype
-    )
-
-
-def _feature_kind(series: pd.Series, name: str, categorical: set[str] | None) -> str:
-    if categorical is not None:
-        if name in categorical or not _is_numeric(series):
-            return "categorical"
-        return "numeric"
-    if not _is_numeric(series):
-        return "categorical"
-    values = series.dropna().to_numpy()
-    uniq = np.unique(values)
-    if len(uniq) <= _MAX_AUTO_CATEGORIES and np.all(np.mod(uniq, 1) == 0):
-        return "categorical"
-    return "numeric"
-
-
-def _categories(series: pd.Series, kind_numeric_values: bool) -> np.ndarray:
-    """Observed categories: numbers sorted, declared categories in their order,
-    other values in order of first appearance."""
-    s = series.dropna()
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        present = set(s.unique().tolist())
-        cats = [c for c in series.dtype.categories if c in present]
-        return np.asarray(cats, dtype=object)
-    if kind_numeric_values:
-        return np.unique(s.to_numpy())
-    if pd.api.types.is_bool_dtype(series.dtype):
-        return np.asarray(sorted(s.unique().tolist()), dtype=object)
-    return np.asarray(pd.unique(s), dtype=object)
-
-
-def _numeric_grid(values: np.ndarray, name: str, grid_resolution: int, percentiles) -> np.ndarray:
-    """The grid scikit-learn builds: unique values if fewer than grid_resolution,
-    else equally spaced between the empirical percentiles (mquantiles)."""
-    from scipy.stats.mstats import mquantiles
-
-    values = values[~np.isnan(values)]
-    uniq = np.unique(values)
-    if len(uniq) < 2:
-        raise InvalidFeatureError(
-            f"Feature {name!r} is constant (every row is {uniq[0] if len(uniq) else 'missing'}), "
-            "so its partial dependence is a single point. Pick a feature that varies, or "
-            "pass the values to evaluate in custom_values."
-        )
-    if len(uniq) < grid_resolution:
-        return uniq.astype(np.float64)
-    lo, hi = mquantiles(values, prob=percentiles, axis=0)
-    if np.allclose(lo, hi):
-        raise InvalidParameterError(
-            f"The percentiles {tuple(percentiles)} of feature {name!r} are both {lo:g}, so no "
-            "grid can be built between them. Widen the percentiles (e.g. (0, 1)) or pass "
-            "custom_values."
-        )
-    return np.linspace(lo, hi, num=grid_resolution, endpoint=True)
-
-
-def _custom_grid(values, series: pd.Series, name: str, kind: str, cats: np.ndarray | None) -> np.ndarray:
-    arr = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=object)
-    if arr.ndim != 1 or len(arr) == 0:
-        raise InvalidParameterError(
-            f"custom_values[{name!r}] must be a non-empty 1-D list of values; got {values!r}."
-        )
-    if kind == "categorical":
-        known = set(cats.tolist())
-        unknown = [v for v in arr.tolist() if v not in known]
-        if unknown:
-            shown = ", ".join(map(repr, cats.tolist()[:10]))
-            raise InvalidParameterError(
-                f"Feature {name!r} is categorical, but custom_values[{name!r}] holds values that "
-                f"are not among its categories: {unknown[:5]!r}. A categorical feature takes a "
-                f"grid of its categories ({shown}{' …' if len(cats) > 10 else ''}), not a numeric grid."
-            )
-        # keep data order, drop repeats
-        order = {c: i for i, c in enumerate(cats.tolist())}
-        chosen = sorted(set(arr.tolist()), key=order.__getitem__)
-        out = np.empty(len(chosen), dtype=cats.dtype)
-        out[:] = chosen
-        return out
-    try:
-        num = np.asarray(arr, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(
-            f"Feature {name!r} is numeric, but custom_values[{name!r}] holds non-numeric values "
-            f"({arr[:5].tolist()!r}). Pass numbers."
-        ) from None
-    if not np.all(np.isfinite(num)):
-        raise InvalidParameterError(
-            f"custom_values[{name!r}] must be finite numbers; got {num.tolist()!r}."
-        )
-    return np.unique(num)
-
-
-def _bin_index(col: np.ndarray, grid: np.ndarray, kind: str) -> np.ndarray:
-    """Cell of each row on one grid axis (-1: outside every cell)."""
-    G = len(grid)
-    if kind == "categorical":
-        lookup = {v: i for i, v in enumerate(grid.tolist())}
-        return np.asarray([lookup.get(v, -1) for v in col.tolist()], dtype=np.int64)
-    x = np.asarray(col, dtype=np.float64)
-    g = np.asarray(grid, dtype=np.float64)
-    if G == 1:
-        return np.where(x == g[0], 0, -1)
-    mids = (g[1:] + g[:-1]) / 2
-    edges = np.concatenate([[g[0] - (g[1] - g[0]) / 2], mids, [g[-1] + (g[-1] - g[-2]) / 2]])
-    idx = np.searchsorted(edges, x, side="right") - 1
-    idx[x == edges[-1]] = G - 1  # the outer edge itself belongs to the last cell
-    idx[(idx < 0) | (idx >= G) | np.isnan(x)] = -1
-    return idx
-
-
-def _counts(frame: pd.DataFrame, names, grids, kinds) -> np.ndarray:
-    shape = tuple(len(g) for g in grids)
-    idx = [_bin_index(frame[n].to_numpy(), g, k) for n, g, k in zip(names, grids, kinds)]
-    ok = np.all([i >= 0 for i in idx], axis=0)
-    flat = np.ravel_multi_index(tuple(i[ok] for i in idx), shape)
-    return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.int64)
-
-
-def _deciles(series: pd.Series, kind: str) -> np.ndarray:
-    if kind == "categorical":
-        return np.empty(0)
-    x = series.to_numpy(dtype=np.float64)
-    x = x[~np.isnan(x)]
-    if len(x) == 0:
-        return np.empty(0)
-    return np.percentile(x, np.arange(10, 100, 10))
-
-
-# ------------------------------------------------------------------- methods
 def _tree_plan(adapter: ModelAdapter, frame: pd.DataFrame, kinds, grids):
     """Return (ensemble, transform) when the exact tree walk applies, else (None, reason)."""
     from ..trees import flatten_model, is_tree_model
@@ -310,7 +145,7 @@ def _tree_plan(adapter: ModelAdapter, frame: pd.DataFrame, kinds, grids):
         return None, (
             f"{type(model).__name__} is not a bare scikit-learn tree model (a Pipeline never is)"
         )
-    if not all(_is_numeric(frame[c]) or pd.api.types.is_bool_dtype(frame[c].dtype) for c in frame.columns):
+    if not all(is_numeric(frame[c]) or pd.api.types.is_bool_dtype(frame[c].dtype) for c in frame.columns):
         return None, "the data has non-numeric columns"
     if not all(g.dtype.kind in "fiub" for g in grids):
         return None, "a grid is not numeric"
@@ -416,7 +251,7 @@ def _tiled_frame(frame: pd.DataFrame, names, point_values, reps: int) -> pd.Data
                 data[c] = pd.Categorical(np.repeat(np.asarray(vals, dtype=object), n), dtype=s.dtype)
             else:
                 rep = np.repeat(np.asarray(vals, dtype=object if isinstance(vals, list) else None), n)
-                data[c] = rep.astype(np.float64) if rep.dtype == object and _is_numeric(s) else rep
+                data[c] = rep.astype(np.float64) if rep.dtype == object and is_numeric(s) else rep
         elif isinstance(s.dtype, pd.CategoricalDtype):
             data[c] = pd.Categorical.from_codes(np.tile(s.cat.codes.to_numpy(), reps), dtype=s.dtype)
         else:
@@ -581,6 +416,69 @@ def partial_dependence(
     >>> r.method, r.average.shape, r.individual.shape
     ('tree', (10,), (200, 10))
     """
+    lo_p, hi_p = _check_options(grid_resolution, percentiles, kind, method, centered, sample)
+    adapter, frame = _adapter_and_frame(model, X, class_index)
+    names = feature_names_from(frame, features)
+    categorical = None
+    if categorical_features is not None:
+        categorical = set(feature_names_from_list(frame, categorical_features))
+    custom = {feature_names_from(frame, [key])[0]: vals for key, vals in (custom_values or {}).items()}
+    kinds, grids = _grids(frame, names, categorical, custom, grid_resolution, (lo_p, hi_p))
+
+    rows, work = _sample_rows(frame, sample, random_state)
+    used, plan = _choose_method(adapter, frame, kinds, grids, method)
+    keep_ice = kind != "average"
+    output_names = list(adapter.output_names)
+    brute_path = None
+    if used == "brute":
+        ice, avg, brute_path = _brute_curves(adapter, work, names, grids, keep_ice)
+    elif used == "tree":
+        cols = [frame.columns.get_loc(nm) for nm in names]
+        ice, avg = _tree_curves(plan, adapter, work, cols, grids, keep_ice)
+    else:  # recursion: the raw (pre-transform) scale of the ensemble
+        cols = [frame.columns.get_loc(nm) for nm in names]
+        ice = None
+        avg, output_names = _recursion_curves(plan, adapter, cols, grids)
+    if centered:
+        ice, avg = _center(ice, avg, len(names))
+
+    params = dict(
+        features=list(names),
+        grid_resolution=int(grid_resolution),
+        percentiles=(lo_p, hi_p),
+        custom_values={k: list(np.asarray(v, dtype=object).tolist()) for k, v in custom.items()},
+        categorical_features=None if categorical is None else sorted(categorical),
+        kind=kind,
+        centered=bool(centered),
+        method=method,
+        class_index=class_index,
+        sample=sample,
+        random_state=random_state,
+        n_samples=len(frame),
+        model=type(adapter.model).__name__,
+        brute_path=brute_path,
+    )
+    return PartialDependenceResult(
+        feature_names=tuple(names),
+        feature_kinds=tuple(kinds),
+        grid=list(grids),
+        average=np.asarray(avg, dtype=np.float64),
+        individual=None if (ice is None or not keep_ice) else np.asarray(ice, dtype=np.float64),
+        counts=grid_counts(frame, names, grids, kinds),
+        deciles=[deciles(frame[n_], k_) for n_, k_ in zip(names, kinds)],
+        row_indices=rows,
+        kind=kind,
+        method=used,
+        centered=bool(centered),
+        output_names=output_names,
+        task=adapter.task,
+        params=params,
+    )
+
+
+# ------------------------------------------------------------ the steps
+def _check_options(grid_resolution, percentiles, kind, method, centered, sample) -> tuple[float, float]:
+    """Validate the options of :func:`partial_dependence`; return the percentile pair."""
     func = "partial_dependence"
     if not isinstance(grid_resolution, numbers.Integral) or isinstance(grid_resolution, bool) or grid_resolution < 2:
         raise param_error("grid_resolution", func, "an int >= 2", grid_resolution)
@@ -605,38 +503,35 @@ def partial_dependence(
             "method='recursion' computes averages only (kind='average'); use method='tree' "
             f"or 'brute' for ICE curves. Got kind={kind!r}."
         )
+    return lo_p, hi_p
 
-    if isinstance(model, ModelAdapter):
-        adapter = model if class_index is None else model.with_output(class_index=class_index)
-    else:
-        adapter = ModelAdapter(model, class_index=class_index)
+
+def _adapter_and_frame(model, X, class_index) -> tuple[ModelAdapter, pd.DataFrame]:
+    """The model as an adapter for the wanted class, and X as its input frame (not empty)."""
+    adapter = as_adapter(model, class_index)
     frame = adapter.to_frame(X)
     if len(frame) == 0:
         from ..errors import InvalidDataError
 
         raise InvalidDataError("X has no rows; pass at least one row to average over.")
-    names = _feature_names_from(frame, features)
+    return adapter, frame
 
-    categorical = None
-    if categorical_features is not None:
-        categorical = set(_feature_names_from_list(frame, categorical_features))
-    custom = {}
-    for key, vals in (custom_values or {}).items():
-        custom[_feature_names_from(frame, [key])[0]] = vals
 
+def _grids(frame: pd.DataFrame, names, categorical, custom, grid_resolution, pct):
+    """Kind ("numeric" or "categorical") and grid of each feature."""
     kinds, grids = [], []
     for name in names:
         s = frame[name]
-        kind_f = _feature_kind(s, name, categorical)
-        if name in custom and kind_f == "categorical" and categorical is None and _is_numeric(s):
+        kind_f = feature_kind(s, name, categorical)
+        if name in custom and kind_f == "categorical" and categorical is None and is_numeric(s):
             # A numeric column auto-detected as categorical (few integer values):
             # a custom grid of other numbers makes it numeric again.
             wanted = set(np.asarray(custom[name], dtype=object).tolist())
-            if not wanted <= set(_categories(s, True).tolist()):
+            if not wanted <= set(categories(s, True).tolist()):
                 kind_f = "numeric"
-        cats = _categories(s, _is_numeric(s)) if kind_f == "categorical" else None
+        cats = categories(s, is_numeric(s)) if kind_f == "categorical" else None
         if name in custom:
-            grid = _custom_grid(custom[name], s, name, kind_f, cats)
+            grid = custom_grid(custom[name], s, name, kind_f, cats)
         elif kind_f == "categorical":
             if len(cats) < 2:
                 raise InvalidFeatureError(
@@ -646,13 +541,14 @@ def partial_dependence(
                 )
             grid = cats
         else:
-            grid = _numeric_grid(s.to_numpy(dtype=np.float64), name, grid_resolution, (lo_p, hi_p))
+            grid = numeric_grid(s.to_numpy(dtype=np.float64), name, grid_resolution, pct)
         kinds.append(kind_f)
         grids.append(grid)
+    return kinds, grids
 
-    counts = _counts(frame, names, grids, kinds)
-    deciles = [_deciles(frame[n_], k_) for n_, k_ in zip(names, kinds)]
 
+def _sample_rows(frame: pd.DataFrame, sample, random_state) -> tuple[np.ndarray, pd.DataFrame]:
+    """The rows to average over (positions, int64) and their frame: all, or a seeded sample."""
     n_all = len(frame)
     if sample is not None and sample < n_all:
         rng = np.random.default_rng(random_state)
@@ -661,114 +557,79 @@ def partial_dependence(
     else:
         rows = np.arange(n_all)
         work = frame
-    rows = rows.astype(np.int64)
+    return rows.astype(np.int64), work
 
-    cols = [frame.columns.get_loc(nm) for nm in names]
-    output_names = list(adapter.output_names)
-    keep_ice = kind != "average"
-    used = method
-    if method in ("auto", "tree", "recursion"):
-        plan, reason = _tree_plan(adapter, frame, kinds, grids)
-        if plan is None and method != "auto":
-            raise InvalidParameterError(
-                f"method={method!r} does not apply here: {reason}. Use method='brute' "
-                "(or 'auto')."
-            )
-        used = "brute" if plan is None else ("tree" if method == "auto" else method)
 
-    brute_path = None
-    if used == "brute":
-        # Still the brute-force definition f(v, x_{i,C}) for every row and grid
-        # point; for MLPs and linear models (behind column-wise scalers) the
-        # first affine layer is shared across grid points (a rank-1 update per
-        # feature) instead of re-predicting stacked copies of X.
-        from ._layers import first_layer_brute, first_layer_plan
+def _choose_method(adapter: ModelAdapter, frame: pd.DataFrame, kinds, grids, method: str):
+    """Resolve ``method`` ("auto" -> tree where it applies, else brute); return it and the tree plan."""
+    if method == "brute":
+        return "brute", None
+    plan, reason = _tree_plan(adapter, frame, kinds, grids)
+    if plan is None and method != "auto":
+        raise InvalidParameterError(
+            f"method={method!r} does not apply here: {reason}. Use method='brute' "
+            "(or 'auto')."
+        )
+    return ("brute" if plan is None else ("tree" if method == "auto" else method)), plan
 
-        res = None
-        layer_plan = first_layer_plan(adapter, work, grids)
-        if layer_plan is not None:
-            res = first_layer_brute(layer_plan, adapter, work, names, grids, keep_ice)
-        if res is not None:
-            ice, avg = res
-            brute_path = "first-layer"
-        else:
-            ice, avg = _brute(adapter, work, names, grids, keep_ice)
-            brute_path = "generic"
-    elif used == "tree":
-        ens, transform = plan
-        ice, avg = _tree_ice(ens, transform, work, cols, grids, keep_ice)
-        if len(names) == 1:  # drop the unit second grid axis of the kernel
-            ice = None if ice is None else ice[:, :, 0, :]
-            avg = avg[:, 0, :]
-        ice = None if ice is None else _finish_outputs(ice, adapter)
-        avg = _finish_outputs(avg, adapter)
-    else:  # recursion: the raw (pre-transform) scale of the ensemble
-        ens, _ = plan
-        raw = _recursion_average(ens, cols, grids)
-        if len(names) == 1:
-            raw = raw[:, 0, :]
-        ice = None
-        output_names = _raw_output_names(adapter, ens)
-        avg = _select_raw(raw, adapter)
-        if len(output_names) > 1 and adapter.class_index is not None:
-            output_names = [output_names[adapter.class_index]]
-        elif ens.transform == "sigmoid" and adapter.class_index == 0:
-            output_names = [f"log-odds({adapter.classes[0]})"]
 
-    if used == "brute" and adapter.n_outputs == 1:
+def _brute_curves(adapter: ModelAdapter, work: pd.DataFrame, names, grids, keep_ice: bool):
+    """ICE (or None) and average by the brute-force definition f(v, x_{i,C}); and which path ran.
+
+    For MLPs and linear models (behind column-wise scalers) the first affine
+    layer is shared across grid points (a rank-1 update per feature) instead of
+    re-predicting stacked copies of X.
+    """
+    from ._layers import first_layer_brute, first_layer_plan
+
+    res = None
+    layer_plan = first_layer_plan(adapter, work, grids)
+    if layer_plan is not None:
+        res = first_layer_brute(layer_plan, adapter, work, names, grids, keep_ice)
+    if res is not None:
+        (ice, avg), path = res, "first-layer"
+    else:
+        (ice, avg), path = _brute(adapter, work, names, grids, keep_ice), "generic"
+    if adapter.n_outputs == 1:
         # adapter.predict already picked the class; drop the single output axis
         ice = None if ice is None else ice[..., 0]
         avg = avg[..., 0]
-
-    if centered:
-        first = (slice(None),) + (0,) * len(names)
-        if ice is not None:
-            ice = ice - ice[first][(slice(None),) + (None,) * len(names)]
-            avg = ice.mean(axis=0)
-        else:
-            avg = avg - avg[(0,) * len(names)]
-
-    params = dict(
-        features=list(names),
-        grid_resolution=int(grid_resolution),
-        percentiles=(lo_p, hi_p),
-        custom_values={k: list(np.asarray(v, dtype=object).tolist()) for k, v in custom.items()},
-        categorical_features=None if categorical is None else sorted(categorical),
-        kind=kind,
-        centered=bool(centered),
-        method=method,
-        class_index=class_index,
-        sample=sample,
-        random_state=random_state,
-        n_samples=int(n_all),
-        model=type(adapter.model).__name__,
-        brute_path=brute_path,
-    )
-    return PartialDependenceResult(
-        feature_names=tuple(names),
-        feature_kinds=tuple(kinds),
-        grid=list(grids),
-        average=np.asarray(avg, dtype=np.float64),
-        individual=None if (ice is None or not keep_ice) else np.asarray(ice, dtype=np.float64),
-        counts=counts,
-        deciles=deciles,
-        row_indices=rows,
-        kind=kind,
-        method=used,
-        centered=bool(centered),
-        output_names=output_names,
-        task=adapter.task,
-        params=params,
-    )
+    return ice, avg, path
 
 
-def _feature_names_from_list(frame: pd.DataFrame, feats) -> list[str]:
-    if isinstance(feats, (str, numbers.Integral)):
-        feats = [feats]
-    out = []
-    for f in feats:
-        out.extend(_feature_names_from(frame, [f]))
-    return out
+def _tree_curves(plan, adapter: ModelAdapter, work: pd.DataFrame, cols, grids, keep_ice: bool):
+    """ICE (or None) and average from the compiled tree walk, in the adapter's output space."""
+    ens, transform = plan
+    ice, avg = _tree_ice(ens, transform, work, cols, grids, keep_ice)
+    if len(cols) == 1:  # drop the unit second grid axis of the kernel
+        ice = None if ice is None else ice[:, :, 0, :]
+        avg = avg[:, 0, :]
+    ice = None if ice is None else _finish_outputs(ice, adapter)
+    return ice, _finish_outputs(avg, adapter)
+
+
+def _recursion_curves(plan, adapter: ModelAdapter, cols, grids):
+    """scikit-learn's cover-weighted recursion average on the raw scale, and its output names."""
+    ens, _ = plan
+    raw = _recursion_average(ens, cols, grids)
+    if len(cols) == 1:
+        raw = raw[:, 0, :]
+    output_names = _raw_output_names(adapter, ens)
+    avg = _select_raw(raw, adapter)
+    if len(output_names) > 1 and adapter.class_index is not None:
+        output_names = [output_names[adapter.class_index]]
+    elif ens.transform == "sigmoid" and adapter.class_index == 0:
+        output_names = [f"log-odds({adapter.classes[0]})"]
+    return avg, output_names
+
+
+def _center(ice, avg, n_features: int):
+    """Shift every ICE curve (and the average) to 0 at the first grid point."""
+    first = (slice(None),) + (0,) * n_features
+    if ice is not None:
+        ice = ice - ice[first][(slice(None),) + (None,) * n_features]
+        return ice, ice.mean(axis=0)
+    return None, avg - avg[(0,) * n_features]
 
 
 def _raw_output_names(adapter: ModelAdapter, ens) -> list[str]:

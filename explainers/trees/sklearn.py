@@ -133,71 +133,76 @@ def flatten_sklearn(model) -> TreeEnsemble:
         non-constant ``init`` estimator, HistGradientBoosting with categorical
         features, or an output link without a transform here.
     """
-    fam = tree_families()
     name = type(model).__name__
-    from sklearn.base import is_classifier
-
     if getattr(model, "n_outputs_", 1) != 1:
         raise InvalidModelError(
             f"This {name} has {model.n_outputs_} outputs; only single-output models can be "
             "flattened. Explain one output at a time with a single-output model."
         )
-    parts = []
-    tree_output = []
-    n_features = int(model.n_features_in_)
-    clf = is_classifier(model)
-
+    fam = tree_families()
     if isinstance(model, fam["tree"] + fam["forest"]):
-        trees = [model] if isinstance(model, fam["tree"]) else list(model.estimators_)
-        n_raw = int(model.n_classes_) if clf else 1
-        for est in trees:
-            parts.append(_sk_tree_arrays(est.tree_, None, n_raw))
-            tree_output.append(-1)
-        base = np.zeros(n_raw)
-        scale = 1.0 / len(trees)
-        transform = "identity"
-        float32_inputs = True
+        read = _forest
     elif isinstance(model, fam["gb"]):
-        init = model.init_
-        from sklearn.dummy import DummyClassifier, DummyRegressor
+        read = _gradient_boosting
+    else:
+        read = _hist_gradient_boosting
+    parts, tree_output, ensemble = read(model, name)
+    return assemble(parts, tree_output, n_features=int(model.n_features_in_), model_name=name, **ensemble)
 
-        if not (isinstance(init, str) and init == "zero") and not isinstance(
-            init, (DummyClassifier, DummyRegressor)
-        ):
-            raise InvalidModelError(
-                f"This {name} has a non-constant init estimator ({type(init).__name__}), so "
-                "its raw prediction is not a sum of tree values plus a constant; use "
-                "method='brute'."
-            )
-        transform = _link_transform(model)
-        n_stages, n_raw = model.estimators_.shape
-        # The constant init prediction; its X only needs the right width.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            base = np.asarray(model._raw_predict_init(np.zeros((1, n_features))), np.float64)[0]
-        for stage in range(n_stages):
-            for k in range(n_raw):
-                parts.append(_sk_tree_arrays(model.estimators_[stage, k].tree_, k, n_raw))
-                tree_output.append(k if n_raw > 1 else -1)
-        scale = float(model.learning_rate)
-        float32_inputs = True
-    else:  # HistGradientBoosting
-        if getattr(model, "_preprocessor", None) is not None:
-            raise InvalidModelError(
-                f"This {name} encodes categorical features internally, which the flat "
-                "tree representation does not cover; use method='brute'."
-            )
-        transform = _link_transform(model)
-        n_raw = int(model.n_trees_per_iteration_)
-        base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
-        for predictors in model._predictors:
-            for k, predictor in enumerate(predictors):
-                parts.append(_hgb_tree_arrays(predictor, k, n_raw))
-                tree_output.append(k if n_raw > 1 else -1)
-        scale = 1.0
-        float32_inputs = False
 
-    return assemble(
-        parts, tree_output, base=base, scale=scale, transform=transform,
-        float32_inputs=float32_inputs, n_features=n_features, model_name=name,
-    )
+def _forest(model, name):
+    """A single tree or a forest: the average of per-tree values (class fractions for classifiers)."""
+    from sklearn.base import is_classifier
+
+    trees = [model] if isinstance(model, tree_families()["tree"]) else list(model.estimators_)
+    n_raw = int(model.n_classes_) if is_classifier(model) else 1
+    parts = [_sk_tree_arrays(est.tree_, None, n_raw) for est in trees]
+    ensemble = dict(base=np.zeros(n_raw), scale=1.0 / len(trees), transform="identity", float32_inputs=True)
+    return parts, [-1] * len(trees), ensemble
+
+
+def _gradient_boosting(model, name):
+    """GradientBoosting: the constant init plus learning_rate x the sum of tree values, through its link."""
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
+    init = model.init_
+    if not (isinstance(init, str) and init == "zero") and not isinstance(
+        init, (DummyClassifier, DummyRegressor)
+    ):
+        raise InvalidModelError(
+            f"This {name} has a non-constant init estimator ({type(init).__name__}), so "
+            "its raw prediction is not a sum of tree values plus a constant; use "
+            "method='brute'."
+        )
+    transform = _link_transform(model)
+    n_stages, n_raw = model.estimators_.shape
+    # The constant init prediction; its X only needs the right width.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = np.asarray(model._raw_predict_init(np.zeros((1, int(model.n_features_in_)))), np.float64)[0]
+    parts, tree_output = [], []
+    for stage in range(n_stages):
+        for k in range(n_raw):
+            parts.append(_sk_tree_arrays(model.estimators_[stage, k].tree_, k, n_raw))
+            tree_output.append(k if n_raw > 1 else -1)
+    ensemble = dict(base=base, scale=float(model.learning_rate), transform=transform, float32_inputs=True)
+    return parts, tree_output, ensemble
+
+
+def _hist_gradient_boosting(model, name):
+    """HistGradientBoosting: the baseline plus the sum of tree values (float64 inputs), through its link."""
+    if getattr(model, "_preprocessor", None) is not None:
+        raise InvalidModelError(
+            f"This {name} encodes categorical features internally, which the flat "
+            "tree representation does not cover; use method='brute'."
+        )
+    transform = _link_transform(model)
+    n_raw = int(model.n_trees_per_iteration_)
+    base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
+    parts, tree_output = [], []
+    for predictors in model._predictors:
+        for k, predictor in enumerate(predictors):
+            parts.append(_hgb_tree_arrays(predictor, k, n_raw))
+            tree_output.append(k if n_raw > 1 else -1)
+    ensemble = dict(base=base, scale=1.0, transform=transform, float32_inputs=False)
+    return parts, tree_output, ensemble
