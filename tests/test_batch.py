@@ -17,16 +17,14 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.linear_model import LinearRegression
 
 from explainers.batch import (
-    _chunk_seed,
-    _iter_tables,
-    _open_source,
-    _resolve_columns,
     explain_file,
     importance_file,
     load_attributions,
     load_background,
     load_importance,
 )
+from explainers.batch.run import _chunk_seed
+from explainers.batch.sources import _iter_tables, _open_source, _resolve_columns
 from explainers.errors import ExplainerError, InvalidDataError, InvalidParameterError
 from explainers.importance import permutation_importance
 from explainers.shap import explain

@@ -67,12 +67,13 @@ def test_dask_local_cluster_equals_loky_bit_for_bit(data, tmp_path):
 
 def test_loky_workers_started_during_set_up_serve_the_chunks(data, tmp_path, monkeypatch):
     """The workers warmed while the parent sets up are the ones that compute the chunks."""
-    import explainers.batch as batch
-
     import psutil
 
+    from explainers.batch import backends, run
+    from explainers.errors import ExplainerError
+
     warm, alive, chunk = set(), set(), set()
-    real_wait, real_add = batch._Warmup.wait, batch._Tracker.add
+    real_wait, real_add = backends._Warmup.wait, run._Tracker.add
 
     def wait(self):
         real_wait(self)
@@ -83,8 +84,8 @@ def test_loky_workers_started_during_set_up_serve_the_chunks(data, tmp_path, mon
         chunk.add(res["pid"])
         real_add(self, res)
 
-    monkeypatch.setattr(batch._Warmup, "wait", wait)
-    monkeypatch.setattr(batch._Tracker, "add", add)
+    monkeypatch.setattr(backends._Warmup, "wait", wait)
+    monkeypatch.setattr(run._Tracker, "add", add)
     d = data["dir"]
     explain_file(d / "clf.skops", d / "data.parquet", tmp_path / "o", method="exact", background=10,
                  block_rows=20, chunk_rows=40, n_jobs=2)
@@ -94,7 +95,7 @@ def test_loky_workers_started_during_set_up_serve_the_chunks(data, tmp_path, mon
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"x": [1.0, 2.0]}).to_csv(bad, index=False)
     t0 = time.perf_counter()
-    with pytest.raises(batch.ExplainerError, match="lacks"):
+    with pytest.raises(ExplainerError, match="lacks"):
         explain_file(d / "clf.skops", bad, tmp_path / "bad", n_jobs=2)
     print(f"error after {time.perf_counter() - t0:.2f} s")
     assert not (tmp_path / "bad").exists()

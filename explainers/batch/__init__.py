@@ -1,0 +1,73 @@
+"""Batch explanations of large files: chunked, resumable, parallel on loky or Dask.
+
+The dashboard explores a sample; this package explains every row of a CSV or
+Parquet file (or a directory of Parquet parts) without ever holding the whole
+table in memory:
+
+* The input is streamed with pyarrow in chunks of ``chunk_rows`` rows.
+* Each chunk is one joblib task. A worker loads the model from its file once
+  (cached per worker process), explains the chunk and writes its own part file
+  atomically (a temporary file renamed into place), so the parent process only
+  ever holds the few chunks in flight (``2 * n_jobs``) and never the results.
+* ``OUT/_manifest.json`` records the model and data fingerprints and every
+  option that changes the numbers. Rerunning the same command after an
+  interruption skips the finished parts and computes the rest: nothing is lost
+  or duplicated. A different model, data file or option is refused unless
+  ``overwrite=True``.
+* Rows are explained in blocks of ``block_rows`` aligned on absolute row
+  positions, with one BLAS thread, from a background drawn once from the whole
+  file and stored in ``OUT/_background.parquet``. The numbers therefore do not
+  depend on the backend, the number of workers, or ``chunk_rows`` (any multiple
+  of ``block_rows``): they are equal bit for bit.
+
+The output directory reads as one Parquet dataset (``pandas.read_parquet(OUT)``;
+files starting with ``_`` or ``.`` are skipped by pyarrow): one row per input
+row, in input order, with the columns ``row``, ``shap_<feature>`` (or
+``shap_<feature>__<class>`` for several outputs), ``base_value`` and
+``prediction`` (likewise per class).
+
+:func:`importance_file` computes holdout permutation importance the same way
+(the shuffles stay within each chunk), and :func:`load_attributions` opens a
+finished run as a :class:`~explainers.shap.ShapResult` on a sample of its rows,
+for the dashboard's global views.
+
+The modules, by concern:
+
+- :mod:`.options`: the defaults, the accepted values and the argument checks both runs share;
+- :mod:`.sources`: the inputs: the model file; the data file opened, hashed, matched to the
+  model's columns and streamed in chunks; the background sample;
+- :mod:`.manifest`: the output directory: the manifest, part names, atomic writes, and
+  resuming (which parts are done, whether an existing output matches the run);
+- :mod:`.backends`: the loky and Dask backends and the workers' warm-up;
+- :mod:`.run`: the chunk loop: what each task carries, what a worker does with a chunk, progress;
+- :mod:`.explain`: :func:`explain_file`, SHAP over a file;
+- :mod:`.importance_run`: :func:`importance_file`, combining the chunks' scores,
+  :func:`load_importance`;
+- :mod:`.results`: :func:`load_attributions` and :func:`load_background`.
+
+The command line over them is ``python -m explainers`` (:mod:`explainers.__main__`).
+"""
+from .explain import explain_file
+from .importance_run import importance_file, load_importance
+from .options import BATCH_METHODS, BATCH_SCORING, DEFAULT_BLOCK_ROWS, DEFAULT_CHUNK_ROWS
+from .results import load_attributions, load_background
+from .run import BatchProgress, BatchReport
+
+# public outside __all__, imported from here by the CLI and the dashboard
+from .manifest import BACKGROUND, FORMAT, FORMAT_VERSION, IMPORTANCE_CSV, MANIFEST  # noqa: F401
+from .options import TREE_MODES  # noqa: F401
+from .run import ProgressCallback  # noqa: F401
+
+__all__ = [
+    "explain_file",
+    "importance_file",
+    "load_attributions",
+    "load_importance",
+    "load_background",
+    "BatchReport",
+    "BatchProgress",
+    "DEFAULT_CHUNK_ROWS",
+    "DEFAULT_BLOCK_ROWS",
+    "BATCH_METHODS",
+    "BATCH_SCORING",
+]
