@@ -121,9 +121,10 @@ def importance_file(
 def _check_scoring(scoring: str | None, est, func: str) -> str:
     """The scoring to combine over chunks: the one given, or the model's own; it must suit the task."""
     if scoring is None:
-        from ..importance import _default_scoring_name, _split_pipeline
+        from ..importance._common import split_pipeline
+        from ..importance.scoring import default_scoring_name
 
-        scoring = _default_scoring_name(_split_pipeline(est)[1])
+        scoring = default_scoring_name(split_pipeline(est)[1])
         if scoring is None:
             raise param_error("scoring", func, f"one of {list(BATCH_SCORING)} (the model has a custom score)", None)
     if scoring not in BATCH_SCORING:
@@ -161,7 +162,7 @@ def _write_importance_csv(out: Path, result) -> None:
 # ================================================================= combining
 def _combine_importance(out: Path, man: dict):
     """Combine the per-chunk scores, in chunk order (so every backend gives the same bits)."""
-    from ..importance import _result
+    from ..importance.result import make_result
 
     opts = man["options"]
     scoring = opts["scoring"]
@@ -174,7 +175,7 @@ def _combine_importance(out: Path, man: dict):
     desc = (f"Permutation importance over {int(N):,} rows: how much {scoring} drops when a feature's "
             f"values are shuffled within chunks of {opts['chunk_rows']:,} rows "
             f"({opts['n_repeats']} shuffles per feature).")
-    return _result(man["features"], raw, "permutation", params, desc)
+    return make_result(man["features"], raw, "permutation", params, desc)
 
 
 def _read_parts(out: Path, n_chunks: int) -> list[dict]:

@@ -40,7 +40,3 @@ __all__ = [
     "SUPPORTED_SCORING",
 ]
 
-# used by explainers.batch; to be imported from the submodules
-from ._common import split_pipeline as _split_pipeline  # noqa: E402
-from .result import make_result as _result  # noqa: E402
-from .scoring import default_scoring_name as _default_scoring_name  # noqa: E402
