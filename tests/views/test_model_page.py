@@ -155,11 +155,13 @@ def test_kernels_are_warmed_once_per_process(monkeypatch):
     import threading
 
     from dashboard import state
+    from dashboard.state import warmup
 
     started = []
-    monkeypatch.setattr(state, "_WARM", {"started": False, "lock": threading.Lock()})
+    # _WARM is looked up in dashboard.state.warmup: patch it there
+    monkeypatch.setattr(warmup, "_WARM", {"started": False, "lock": threading.Lock()})
     monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self.name))
     state.warm_kernels_in_background()
     state.warm_kernels_in_background()
     assert started == ["glassbox-warm-kernels"]
-    state._warm_kernels()  # the warm-up itself runs clean (compiles or loads the kernels)
+    warmup._warm_kernels()  # the warm-up itself runs clean (compiles or loads the kernels)

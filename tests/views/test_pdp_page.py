@@ -150,10 +150,12 @@ def test_model_switch_with_choices_from_the_old_model():
 def test_restored_widget_values_do_not_flood_the_log():
     import logging
 
+    from dashboard.state.session import _RestoredWidgetFilter
+
     state.quiet_restored_widgets()
     state.quiet_restored_widgets()  # once is enough: no second filter
     log = logging.getLogger("streamlit.elements.lib.policies")
-    assert sum(isinstance(f, state._RestoredWidgetFilter) for f in log.filters) == 1
+    assert sum(isinstance(f, _RestoredWidgetFilter) for f in log.filters) == 1
 
     def record(msg):
         return logging.LogRecord(log.name, logging.WARNING, __file__, 1, msg, None, None)

@@ -1,0 +1,193 @@
+"""Variable importance figures: ``importance_bars_figure`` (methods side by side)
+and ``agreement_heatmap_figure`` (rank agreement between methods)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from explainers.importance import ImportanceComparison, ImportanceResult, compare_importances
+
+from .style import FONT, PALETTE
+
+
+def _one_method_data(r: ImportanceResult, normalised: bool):
+    """(values, errors, order key, descriptions) of a single method."""
+    idx = pd.Index(r.feature_names, name="feature")
+    imp = np.clip(r.importances, 0, None)
+    total = imp.sum() if imp.sum() > 0 else 1.0
+    vals = pd.DataFrame({r.label: imp / total if normalised else r.importances}, index=idx)
+    errs = pd.DataFrame({r.label: r.std / total if normalised else r.std}, index=idx)
+    return vals, errs, vals.iloc[:, 0], {r.label: r.description}
+
+
+def _imp_bar_data(data, normalised: bool):
+    """Return (values, errors, mean-share order key, descriptions), features x methods."""
+    if isinstance(data, ImportanceResult):
+        data = [data]
+    if isinstance(data, ImportanceComparison):
+        comp = data
+    else:
+        results = list(data)
+        if not results or not all(isinstance(r, ImportanceResult) for r in results):
+            raise ValueError(
+                "importance_bars_figure takes an ImportanceComparison or a list of "
+                "ImportanceResult objects."
+            )
+        if len(results) == 1:
+            return _one_method_data(results[0], normalised)
+        comp = compare_importances(results)
+    desc = {lab: r.description for lab, r in zip(comp.methods, comp.results)}
+    if normalised:
+        return comp.shares, comp.stds, comp.shares.mean(axis=1), desc
+    feats = list(comp.shares.index)
+    vals, errs = {}, {}
+    for lab, r in zip(comp.methods, comp.results):
+        pos = [r.feature_names.index(f) for f in feats]
+        vals[lab], errs[lab] = r.importances[pos], r.std[pos]
+    idx = comp.shares.index
+    return pd.DataFrame(vals, index=idx), pd.DataFrame(errs, index=idx), comp.shares.mean(axis=1), desc
+
+
+def _feature_order(vals: pd.DataFrame, key: pd.Series, sort_by: str | None, top_k: int | None) -> pd.Index:
+    """Features most important first (by ``sort_by``'s column or the key), cut to ``top_k``."""
+    if sort_by is not None:
+        if sort_by not in vals.columns:
+            raise ValueError(
+                f"sort_by={sort_by!r} is not one of the methods shown: {list(vals.columns)}."
+            )
+        key = vals[sort_by]
+    order = key.sort_values(ascending=False, kind="stable").index
+    if top_k is not None:
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+            raise ValueError(f"top_k must be None or an int >= 1; got {top_k!r}.")
+        order = order[: int(top_k)]
+    return order
+
+
+def _method_bar(i: int, method: str, vals: pd.DataFrame, errs: pd.DataFrame, fmt: str, desc: dict) -> go.Bar:
+    return go.Bar(
+        name=method,
+        y=[str(f) for f in vals.index],
+        x=vals[method].to_numpy(),
+        orientation="h",
+        marker_color=PALETTE[i % len(PALETTE)],
+        error_x=dict(type="data", array=errs[method].to_numpy(), visible=True,
+                     color="#444444", thickness=1.2, width=3),
+        hovertemplate=(
+            f"<b>%{{y}}</b><br>{method}: %{{x:{fmt}}} ± %{{error_x.array:{fmt}}}"
+            f"<extra>{desc.get(method, '')[:60]}</extra>"
+        ),
+    )
+
+
+def importance_bars_figure(
+    data: ImportanceComparison | Sequence[ImportanceResult] | ImportanceResult,
+    *,
+    sort_by: str | None = None,
+    normalised: bool = True,
+    top_k: int | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """Grouped horizontal bars: one group per feature, one bar per method.
+
+    Parameters
+    ----------
+    data : ImportanceComparison, list of ImportanceResult, or one ImportanceResult
+    sort_by : str, default=None
+        A method label (see ``comparison.methods``) to order the features by;
+        None orders by the mean share over methods. Most important on top.
+    normalised : bool, default=True
+        True: each method as a share of its total, so methods with different
+        units sit on one axis. False: each method in its own units.
+    top_k : int, default=None
+        Show only the first ``top_k`` features of that order.
+    title : str, default=None
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One bar trace per method, error bars from the method's std.
+    """
+    vals, errs, key, desc = _imp_bar_data(data, normalised)
+    order = _feature_order(vals, key, sort_by, top_k)
+    vals, errs = vals.loc[order], errs.loc[order]
+    fmt = ".1%" if normalised else ".4g"
+    fig = go.Figure()
+    for i, method in enumerate(vals.columns):
+        fig.add_trace(_method_bar(i, method, vals, errs, fmt, desc))
+    n_feat, n_meth = len(vals.index), len(vals.columns)
+    fig.update_layout(
+        template="plotly_white",
+        barmode="group",
+        title=title or ("Variable importance, compared" if n_meth > 1 else "Variable importance"),
+        font=FONT,
+        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
+        height=int(min(2400, max(320, 120 + n_feat * (14 + 12 * n_meth)))),
+        margin=dict(l=10, r=20, t=90, b=50),
+        bargap=0.25,
+    )
+    fig.update_xaxes(
+        title_text="Share of total importance" if normalised else "Importance (each method in its own units)",
+        tickformat=".0%" if normalised else None,
+        zeroline=True, zerolinecolor="#888888",
+    )
+    fig.update_yaxes(title_text="Feature", autorange="reversed", automargin=True)
+    return fig
+
+
+def agreement_heatmap_figure(comparison: ImportanceComparison, kind: str = "spearman") -> go.Figure:
+    """Rank agreement between methods, as an annotated heatmap from -1 to 1.
+
+    Parameters
+    ----------
+    comparison : ImportanceComparison
+    kind : {"spearman", "kendall"}, default="spearman"
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One heatmap trace; ``z`` is the agreement matrix (NaN where a method gives
+        every feature the same importance).
+    """
+    if not isinstance(comparison, ImportanceComparison):
+        raise ValueError("agreement_heatmap_figure takes an ImportanceComparison.")
+    if kind not in ("spearman", "kendall"):
+        raise ValueError(f"kind must be 'spearman' or 'kendall'; got {kind!r}.")
+    mat = comparison.spearman if kind == "spearman" else comparison.kendall
+    z = mat.to_numpy(dtype=float)
+    text = [["n/a" if np.isnan(v) else f"{v:.2f}" for v in row] for row in z]
+    symbol = "Spearman ρ" if kind == "spearman" else "Kendall τ"
+    # Diverging vermillion - light grey - blue: both ends distinguishable with
+    # red-green colour blindness, and 0 (no agreement) is neutral.
+    scale = [[0.0, "#D55E00"], [0.5, "#F2F2F2"], [1.0, "#0072B2"]]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=list(mat.columns),
+            y=list(mat.index),
+            zmin=-1,
+            zmax=1,
+            colorscale=scale,
+            text=text,
+            texttemplate="%{text}",
+            textfont=dict(size=15),
+            colorbar=dict(title=symbol),
+            hovertemplate="%{y} vs %{x}<br>" + symbol + " = %{text}<extra></extra>",
+            xgap=2,
+            ygap=2,
+        )
+    )
+    side = int(min(900, max(320, 140 + 90 * len(mat))))
+    fig.update_layout(
+        template="plotly_white",
+        title=f"Rank agreement between methods ({symbol})",
+        font=FONT,
+        height=side,
+        margin=dict(l=10, r=10, t=70, b=10),
+    )
+    fig.update_xaxes(side="bottom", tickangle=-30, automargin=True)
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return fig

@@ -1,0 +1,448 @@
+"""SHAP figures: one row (``waterfall_figure``, ``force_figure``) and many rows
+(``beeswarm_figure``, ``mean_abs_figure``, ``dependence_figure``).
+
+Vermillion raises the output, blue lowers it, grey marks a masked feature
+(attribution 0); see :mod:`dashboard.figures.style`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from explainers.errors import param_error
+from explainers.shap import ShapResult
+
+from .style import FONT, MISSING, NEGATIVE, PALETTE, POSITIVE, VALUE_SCALE, fmt_value
+
+
+# -------------------------------------------------------------------- helpers
+def _one_output(result: ShapResult, class_index: int | None, func: str) -> tuple[ShapResult, str]:
+    """The result for one output, and a label for titles.
+
+    With several outputs and no class_index, the positive class of a binary
+    model (index 1) or the first class otherwise is shown.
+    """
+    if result.n_outputs == 1:
+        result._check_class(class_index, func)
+        return result, result.output_names[0] if result.output_names else ""
+    k = result._check_class(class_index, func)
+    if k is None:
+        k = 1 if result.n_outputs == 2 else 0
+    return result.select(k), result.output_names[k]
+
+
+def _check_max_display(max_display, func: str, least: int) -> None:
+    if isinstance(max_display, bool) or not isinstance(max_display, (int, np.integer)) or max_display < least:
+        raise param_error("max_display", func, f"an int >= {least}", max_display)
+
+
+def _one_row(result: ShapResult, row: int, class_index: int | None, max_display, func: str, *,
+             min_display: int):
+    """One row of one output, checked: (res, label, i, phi, missing, base, pred, values, names)."""
+    res, label = _one_output(result, class_index, func)
+    i = res._check_row(row, func)
+    _check_max_display(max_display, func, min_display)
+    return (res, label, i, res.values[i], res.missing[i], float(res.base_values[i]),
+            float(res.predictions[i]), res.data.iloc[i], res.feature_names)
+
+
+def _layout(fig: go.Figure, title: str, xtitle: str, height: int) -> go.Figure:
+    fig.update_layout(
+        template="plotly_white",
+        title=dict(text=title, x=0.01, xanchor="left"),
+        font=FONT,
+        height=height,
+        margin=dict(l=10, r=30, t=60, b=50),
+        showlegend=False,
+        hoverlabel=dict(font_size=13),
+    )
+    fig.update_xaxes(title_text=xtitle, zeroline=False)
+    return fig
+
+
+def _output_title(res: ShapResult, label: str) -> str:
+    kind = {"raw": "prediction", "proba": "probability", "log_odds": "log-odds", "margin": "margin"}
+    what = kind.get(res.output, res.output)
+    return f"{what} of {label}" if res.output in ("proba", "log_odds", "margin") and label else what
+
+
+def _sign_colour(v: float) -> str:
+    return POSITIVE if v >= 0 else NEGATIVE
+
+
+# ------------------------------------------------------------------ waterfall
+def _waterfall_items(phi, miss, values, names, max_display: int) -> list[tuple[str, float, str, int]]:
+    """The bars bottom to top as (label, phi, colour, feature index): missing (0), "other",
+    then increasing |phi| up to the largest."""
+    present = np.flatnonzero(~miss)
+    order = present[np.argsort(-np.abs(phi[present]), kind="stable")]
+    if len(order) > max_display:
+        shown, rest = order[: max_display - 1], order[max_display - 1 :]
+    else:
+        shown, rest = order, order[:0]
+    items: list[tuple[str, float, str, int]] = []
+    masked = np.flatnonzero(miss)
+    if len(masked) > max_display:
+        items.append((f"{len(masked)} missing features", 0.0, MISSING, -2))
+    else:
+        for j in masked[::-1]:
+            items.append((f"{names[j]} = NA (missing)", 0.0, MISSING, int(j)))
+    if len(rest):
+        s = float(phi[rest].sum())
+        items.append((f"{len(rest)} other features", s, _sign_colour(s), -1))
+    for j in shown[::-1]:
+        v = float(phi[j])
+        items.append((f"{names[j]} = {fmt_value(values.iloc[j])}", v, _sign_colour(v), int(j)))
+    return items
+
+
+def _waterfall_bar(items, base: float) -> go.Bar:
+    """One horizontal bar per item, each starting where the previous one ended."""
+    x = np.array([it[1] for it in items])
+    bases = base + np.concatenate([[0.0], np.cumsum(x)[:-1]]) if len(x) else np.array([])
+    return go.Bar(
+        x=x,
+        y=np.arange(len(items)),
+        base=bases,
+        orientation="h",
+        marker=dict(color=[it[2] for it in items], line=dict(width=0)),
+        text=[("0 (missing)" if it[2] == MISSING else f"{it[1]:+.3g}") for it in items],
+        textposition="outside",
+        cliponaxis=False,
+        customdata=[it[3] for it in items],
+        hovertext=[
+            f"<b>{it[0]}</b><br>SHAP value: {it[1]:+.4g}<br>running total: {b:.4g} → {b + it[1]:.4g}"
+            for it, b in zip(items, bases)
+        ],
+        hovertemplate="%{hovertext}<extra></extra>",
+        name="contribution",
+    )
+
+
+def waterfall_figure(
+    result: ShapResult, row: int, *, class_index: int | None = None, max_display: int = 10
+) -> go.Figure:
+    """Waterfall of one row: from the base value, feature by feature, to the prediction.
+
+    The largest |contributions| are drawn at the top; the rest are summed in
+    one "N other features" bar at the bottom. Masked features are drawn as
+    grey bars of length 0 labelled ``= NA (missing)``.
+
+    Parameters
+    ----------
+    result : ShapResult
+    row : int
+        Position of the row in the result.
+    class_index : int, default=None
+        Output to show for multi-output results (default: positive class of a
+        binary model, else the first).
+    max_display : int, default=10
+        Bars for present features, including the "other features" bar.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One horizontal Bar trace: ``x`` are the attributions, ``base`` the
+        running total before each bar (bottom to top), so the top bar ends at
+        the prediction. ``customdata`` holds the feature index (-1 for the
+        "other" bar, -2 for the merged missing bar).
+    """
+    res, label, i, phi, miss, base, pred, values, names = _one_row(
+        result, row, class_index, max_display, "waterfall_figure", min_display=2)
+    items = _waterfall_items(phi, miss, values, names, max_display)
+    fig = go.Figure(_waterfall_bar(items, base))
+    fig.update_yaxes(tickvals=np.arange(len(items)), ticktext=[it[0] for it in items], automargin=True)
+    for xv, txt, pos in ((base, f"E[f(X)] = {base:.4g}", "bottom"), (pred, f"f(x) = {pred:.4g}", "top")):
+        fig.add_vline(x=xv, line=dict(color="#555555", width=1, dash="dot"))
+        fig.add_annotation(
+            x=xv, y=1.0 if pos == "top" else 0.0, yref="paper", yanchor="bottom" if pos == "top" else "top",
+            text=txt, showarrow=False, font=dict(size=13),
+        )
+    title = f"Row {i}: {_output_title(res, label)} from base {base:.4g} to {pred:.4g}"
+    return _layout(fig, title, _output_title(res, label), height=120 + 32 * max(len(items), 3))
+
+
+# ---------------------------------------------------------------------- force
+def _force_side(sign: int, colour: str, name: str, phi, miss, values, names, pred: float,
+                max_display: int) -> go.Bar:
+    """The raising (sign 1) or lowering (-1) segments, largest next to f(x)."""
+    idx = np.flatnonzero(~miss & (sign * phi > 0))
+    idx = idx[np.argsort(-np.abs(phi[idx]), kind="stable")]
+    segs = [(f"{names[j]} = {fmt_value(values.iloc[j])}", float(phi[j])) for j in idx[:max_display]]
+    if len(idx) > max_display:
+        segs.append((f"{len(idx) - max_display} other features", float(phi[idx[max_display:]].sum())))
+    widths = np.abs([s[1] for s in segs])
+    if sign > 0:
+        # largest next to f(x): stack leftwards from the prediction
+        right = pred - np.concatenate([[0.0], np.cumsum(widths)[:-1]])
+        lefts = right - widths
+    else:
+        lefts = pred + np.concatenate([[0.0], np.cumsum(widths)[:-1]])
+    return go.Bar(
+        x=widths,
+        y=[0] * len(segs),
+        base=lefts,
+        orientation="h",
+        name=name,
+        marker=dict(color=colour, line=dict(color="white", width=1)),
+        customdata=[s[1] for s in segs],
+        text=[s[0] for s in segs],
+        textposition="inside",
+        insidetextanchor="middle",
+        hovertext=[f"<b>{s[0]}</b><br>SHAP value: {s[1]:+.4g}" for s in segs],
+        hovertemplate="%{hovertext}<extra></extra>",
+    )
+
+
+def force_figure(
+    result: ShapResult, row: int, *, class_index: int | None = None, max_display: int = 10
+) -> go.Figure:
+    """Push/pull bar of one row: what raises the output against what lowers it.
+
+    Positive contributions are stacked left of the prediction (they push it
+    up from the base value), negative ones right of it (they pull it down);
+    both stacks meet at f(x), and the far ends sit at ``pred - sum(pos)``
+    and ``pred + sum(|neg|)``, whose difference is ``pred - base``.
+
+    Parameters
+    ----------
+    result : ShapResult
+    row : int
+    class_index : int, default=None
+    max_display : int, default=10
+        Labelled segments per side; smaller ones merge into one "other" segment.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two Bar traces ("raise" and "lower"): ``x`` are |phi| widths,
+        ``base`` their left ends; ``customdata`` the signed phi.
+    """
+    res, label, i, phi, miss, base, pred, values, names = _one_row(
+        result, row, class_index, max_display, "force_figure", min_display=1)
+    fig = go.Figure()
+    for sign, colour, name in ((1, POSITIVE, "raise"), (-1, NEGATIVE, "lower")):
+        fig.add_trace(_force_side(sign, colour, name, phi, miss, values, names, pred, max_display))
+    fig.update_layout(barmode="overlay", bargap=0.35)
+    fig.update_yaxes(visible=False, range=[-0.8, 0.8])
+    for xv, txt in ((base, f"base value {base:.4g}"), (pred, f"<b>f(x) = {pred:.4g}</b>")):
+        fig.add_vline(x=xv, line=dict(color="#333333", width=1.5 if xv == pred else 1, dash=None if xv == pred else "dot"))
+        fig.add_annotation(x=xv, y=1.0, yref="paper", yanchor="bottom", text=txt, showarrow=False)
+    masked = [names[j] for j in np.flatnonzero(miss)]
+    note = f" · missing: {', '.join(masked[:8])}{' …' if len(masked) > 8 else ''}" if masked else ""
+    title = f"Row {i}: higher ← vermillion raises, blue lowers → {_output_title(res, label)}{note}"
+    fig = _layout(fig, title, _output_title(res, label), height=230)
+    fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.35))
+    return fig
+
+
+# ------------------------------------------------------------------- beeswarm
+def _scaled_colour(col: pd.Series) -> np.ndarray:
+    """Feature values -> [0, 1] by 5th-95th percentile (NaN for non-numbers)."""
+    v = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+    if np.isnan(v).all():
+        return v
+    lo, hi = np.nanpercentile(v, [5, 95])
+    if hi <= lo:
+        lo, hi = np.nanmin(v), np.nanmax(v)
+    if hi <= lo:
+        return np.where(np.isnan(v), np.nan, 0.5)
+    return np.clip((v - lo) / (hi - lo), 0.0, 1.0)
+
+
+def _top_features(res: ShapResult, max_display: int) -> np.ndarray:
+    imp = np.abs(res.values).mean(axis=0)
+    return np.argsort(-imp, kind="stable")[:max_display]
+
+
+def _beeswarm_points(res: ShapResult, top: np.ndarray, random_state: int):
+    """Every present cell of the shown features: (x, y, colour, row, feature, hover text) arrays."""
+    rng = np.random.default_rng(random_state)
+    xs, ys, cs, rows, feats, texts = [], [], [], [], [], []
+    n_feat = len(top)
+    for rank, j in enumerate(top):
+        keep = np.flatnonzero(~res.missing[:, j])
+        col = res.data.iloc[:, j]
+        scaled = _scaled_colour(col)
+        xs.append(res.values[keep, j])
+        # most important at the top; jitter within the band
+        ys.append(n_feat - 1 - rank + rng.uniform(-0.3, 0.3, len(keep)))
+        cs.append(scaled[keep])
+        rows.append(keep)
+        feats.append(np.full(len(keep), j))
+        texts += [f"<b>{res.feature_names[j]}</b> = {fmt_value(col.iloc[r])}<br>SHAP value: {res.values[r, j]:+.4g}<br>row {r}" for r in keep]
+    x = np.concatenate(xs) if xs else np.array([])
+    y = np.concatenate(ys) if ys else np.array([])
+    c = np.concatenate(cs) if cs else np.array([])
+    r = np.concatenate(rows) if rows else np.array([], dtype=int)
+    f = np.concatenate(feats) if feats else np.array([], dtype=int)
+    return x, y, c, r, f, np.asarray(texts, dtype=object)
+
+
+def beeswarm_figure(
+    result: ShapResult, *, class_index: int | None = None, max_display: int = 15, random_state: int = 0
+) -> go.Figure:
+    """Every row's attribution per feature, coloured by the feature's value.
+
+    Features are ordered by mean |SHAP| (top ``max_display``), each a band of
+    jittered points; masked cells (attribution 0 by construction) are left out.
+
+    Parameters
+    ----------
+    result : ShapResult
+    class_index : int, default=None
+    max_display : int, default=15
+    random_state : int, default=0
+        Seed of the vertical jitter (display only).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Scattergl traces: "values" (coloured by scaled value) and "no value"
+        (non-numeric features, grey). ``customdata`` holds [row, feature index].
+    """
+    func = "beeswarm_figure"
+    res, label = _one_output(result, class_index, func)
+    _check_max_display(max_display, func, 1)
+    top = _top_features(res, max_display)
+    n_feat = len(top)
+    x, y, c, r, f, texts = _beeswarm_points(res, top, random_state)
+    has = ~np.isnan(c)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scattergl(
+            x=x[has], y=y[has], mode="markers", name="values",
+            marker=dict(
+                color=c[has], colorscale=VALUE_SCALE, cmin=0, cmax=1, size=6, opacity=0.85,
+                colorbar=dict(title="feature value", tickvals=[0, 1], ticktext=["low", "high"], thickness=12),
+            ),
+            customdata=np.column_stack([r[has], f[has]]),
+            hovertext=texts[has], hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scattergl(
+            x=x[~has], y=y[~has], mode="markers", name="no value",
+            marker=dict(color=MISSING, size=6, opacity=0.85),
+            customdata=np.column_stack([r[~has], f[~has]]),
+            hovertext=texts[~has], hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+    fig.add_vline(x=0, line=dict(color="#777777", width=1))
+    fig.update_yaxes(
+        tickvals=list(range(n_feat)), ticktext=[res.feature_names[j] for j in top][::-1],
+        range=[-0.7, n_feat - 0.3], automargin=True, showgrid=False,
+    )
+    title = f"SHAP values per feature ({_output_title(res, label)}), {res.n_rows} rows"
+    return _layout(fig, title, f"SHAP value (impact on {_output_title(res, label)})", height=120 + 34 * max(n_feat, 3))
+
+
+# ------------------------------------------------------------------ mean |phi|
+def _mean_abs_stacked(result: ShapResult, max_display: int) -> go.Figure:
+    """One stacked bar colour per class, features ordered by the total."""
+    imp = result.mean_abs()  # (p, k)
+    order = np.argsort(-imp.sum(axis=1), kind="stable")[:max_display][::-1]
+    fig = go.Figure()
+    for k, name in enumerate(result.output_names):
+        fig.add_trace(
+            go.Bar(
+                x=imp[order, k], y=[result.feature_names[j] for j in order], orientation="h",
+                name=str(name), marker_color=PALETTE[k % len(PALETTE)],
+                hovertemplate=f"<b>%{{y}}</b><br>class {name}: %{{x:.4g}}<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="stack")
+    fig = _layout(fig, f"Mean |SHAP value| per feature, stacked by class ({result.n_rows} rows)",
+                  f"mean |SHAP value| ({_output_title(result, '')})", height=120 + 28 * max(len(order), 3))
+    fig.update_layout(showlegend=True)
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def mean_abs_figure(
+    result: ShapResult, *, class_index: int | None = None, max_display: int = 20
+) -> go.Figure:
+    """Global importance: mean |SHAP value| per feature, largest at the top.
+
+    For a multi-output result with ``class_index=None`` the bars are stacked,
+    one colour per class (ordered by the total); otherwise one bar per feature.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Horizontal Bar traces whose ``x`` equal ``result.mean_abs()`` for the shown features.
+    """
+    func = "mean_abs_figure"
+    _check_max_display(max_display, func, 1)
+    if result.n_outputs > 1 and class_index is None:
+        return _mean_abs_stacked(result, max_display)
+    res, label = _one_output(result, class_index, func)
+    imp = res.mean_abs()
+    order = np.argsort(-imp, kind="stable")[:max_display][::-1]
+    fig = go.Figure(
+        go.Bar(
+            x=imp[order], y=[res.feature_names[j] for j in order], orientation="h",
+            marker_color=NEGATIVE, text=[f"{v:.3g}" for v in imp[order]], textposition="outside",
+            cliponaxis=False, hovertemplate="<b>%{y}</b><br>mean |SHAP|: %{x:.4g}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(automargin=True)
+    return _layout(fig, f"Mean |SHAP value| per feature ({_output_title(res, label)}, {res.n_rows} rows)",
+                   "mean |SHAP value|", height=120 + 28 * max(len(order), 3))
+
+
+# ------------------------------------------------------------------ dependence
+def dependence_figure(
+    result: ShapResult,
+    feature: str | int,
+    color_by: str | int | None = None,
+    *,
+    class_index: int | None = None,
+) -> go.Figure:
+    """SHAP value of one feature against its value, optionally coloured by another.
+
+    Rows where the feature is masked are left out (no value, attribution 0).
+
+    Parameters
+    ----------
+    result : ShapResult
+    feature : str or int
+    color_by : str or int, default=None
+        Colour points by this feature's value (scaled low to high).
+    class_index : int, default=None
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One Scattergl trace: ``x`` the feature values, ``y`` its SHAP values,
+        ``customdata`` the row positions.
+    """
+    func = "dependence_figure"
+    res, label = _one_output(result, class_index, func)
+    j = res.feature_index(feature)
+    keep = np.flatnonzero(~res.missing[:, j])
+    xv = res.data.iloc[keep, j]
+    yv = res.values[keep, j]
+    name = res.feature_names[j]
+    marker = dict(color=NEGATIVE, size=7, opacity=0.8)
+    hover = [f"<b>{name}</b> = {fmt_value(a)}<br>SHAP value: {b:+.4g}<br>row {r}" for a, b, r in zip(xv, yv, keep)]
+    if color_by is not None:
+        c = res.feature_index(color_by)
+        cname = res.feature_names[c]
+        scaled = _scaled_colour(res.data.iloc[:, c])[keep]
+        marker = dict(
+            color=np.where(np.isnan(scaled), 0.5, scaled), colorscale=VALUE_SCALE, cmin=0, cmax=1, size=7,
+            opacity=0.85, colorbar=dict(title=cname, tickvals=[0, 1], ticktext=["low", "high"], thickness=12),
+        )
+        hover = [h + f"<br>{cname} = {fmt_value(res.data.iloc[r, c])}" for h, r in zip(hover, keep)]
+    fig = go.Figure(
+        go.Scattergl(
+            x=xv.to_numpy(), y=yv, mode="markers", marker=marker, customdata=keep,
+            hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name=name,
+        )
+    )
+    fig.add_hline(y=0, line=dict(color="#777777", width=1))
+    fig = _layout(fig, f"Dependence of {_output_title(res, label)} on {name}", name, height=420)
+    fig.update_yaxes(title_text=f"SHAP value of {name}")
+    return fig

@@ -1,0 +1,87 @@
+"""Session state and cached calls, keyed by model and data fingerprints.
+
+Pages never compute: they ask :func:`current` for the active model context and
+call the cached functions re-exported here (``state.pdp(...)``). Where things live:
+
+- :mod:`.session`: session-state and widget keys, page widgets kept across pages,
+  URL query parameters, the trust flag, the class pick, valid choices
+- :mod:`.context`: :class:`ModelContext`, loading demos and uploads, model options,
+  the Model page's callbacks and summaries, exceptions turned into messages
+- :mod:`.cache`: :class:`ResultCache` and the one process-wide :func:`result_cache`
+- :mod:`.compute`: the cached computations the pages call (PDP/ALE, SHAP,
+  importance, the report) and the progress bar
+- :mod:`.warmup`: compiling the numba kernels in the background, once per process
+
+Module-level state (``cache._RESULTS``, ``warmup._WARM``) lives in its submodule;
+patch it there, not here.
+"""
+from .cache import ResultCache, result_cache
+from .compute import (
+    IMPORTANCE_METHODS,
+    PDP_MAX_ROWS,
+    SHAP_METHODS,
+    ProgressBar,
+    additivity_line,
+    ale,
+    background,
+    comparison,
+    explain_edited,
+    explain_row,
+    explain_sample,
+    importance,
+    importances,
+    output_label,
+    pdp,
+    precomputed_attributions,
+    report_html,
+    row_table,
+    sample_rows,
+    shap_is_fast,
+    split_rows,
+)
+from .context import (
+    ModelContext,
+    current,
+    data_score,
+    demo_cards,
+    demo_context,
+    error_message,
+    feature_summary,
+    load_data_cached,
+    load_model_cached,
+    load_upload,
+    model_options,
+    on_load_upload,
+    on_pick_demo,
+    show_error,
+    upload_columns,
+)
+from .session import (
+    ACTIVE,
+    CLASS_INDEX,
+    DATA_FILE,
+    DEFAULT_DEMO,
+    DEMO_PICK,
+    LAST_ERROR,
+    MODEL_FILE,
+    NO_TARGET,
+    PAGE_KEY_PREFIXES,
+    TARGET_COL,
+    TRUST_ENV,
+    TRUST_FLAG,
+    UPLOAD,
+    UPLOADED,
+    URL_KEYS,
+    apply_url,
+    class_index,
+    init_session,
+    keep_page_widgets,
+    pdp_class,
+    pickles_trusted,
+    quiet_restored_widgets,
+    shap_class,
+    share_in_url,
+    valid_choice,
+    valid_choices,
+)
+from .warmup import warm_kernels_in_background

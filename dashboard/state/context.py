@@ -1,0 +1,260 @@
+"""The active model and its data: :class:`ModelContext`, loading demos and uploads,
+the Model page's callbacks and summaries, and exceptions turned into messages.
+
+Cache keys are the sha256 fingerprints of the model and data files (a fitted
+model cannot be hashed by Streamlit, and an underscore argument is not hashed
+at all, so every cached call takes the keys).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+import streamlit as st
+
+import explainers
+from demo_models import build as demo_build
+from explainers import ExplainerError, ModelAdapter
+
+from .cache import result_cache
+from .session import (ACTIVE, DATA_FILE, DEFAULT_DEMO, DEMO_PICK, LAST_ERROR, MODEL_FILE, NO_TARGET,
+                      TARGET_COL, UPLOAD, UPLOADED, pickles_trusted)
+
+
+@dataclass
+class ModelContext:
+    """Everything a page needs about the active model and its data."""
+
+    name: str
+    title: str
+    model: object
+    adapter: ModelAdapter
+    X: pd.DataFrame
+    y: pd.Series | None
+    model_key: str
+    data_key: str
+    card: dict
+    notices: list = field(default_factory=list)
+
+    @property
+    def task(self) -> str:
+        return self.adapter.task
+
+    @property
+    def classes(self) -> list[str] | None:
+        return None if self.adapter.classes is None else [str(c) for c in self.adapter.classes]
+
+    @property
+    def key(self) -> str:
+        """One cache key for this model + data pair."""
+        return f"{self.model_key[:16]}-{self.data_key[:16]}"
+
+
+# ------------------------------------------------------------------ loading
+@st.cache_resource(show_spinner="Building the demo models (first start only, about 10 s)…")
+def demo_cards() -> dict[str, dict]:
+    cards = demo_build.ensure_built()
+    return {c["name"]: c for c in cards}
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def load_model_cached(model_key: str, _data: bytes, filename: str, trusted: bool):
+    return explainers.load_model(_data, trusted=trusted, filename=filename)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def load_data_cached(data_key: str, _data: bytes, filename: str, target: str | None,
+                     model_key: str, _model) -> explainers.Dataset:
+    return explainers.load_data(_data, model=_model, target=target, filename=filename)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _demo_files(name: str, version_key: str) -> tuple[bytes, bytes, str, str]:
+    """A demo's model and data bytes with their fingerprints, hashed once per process."""
+    p = demo_build.paths(name)
+    model_bytes, data_bytes = p["skops"].read_bytes(), p["parquet"].read_bytes()
+    return model_bytes, data_bytes, explainers.fingerprint(model_bytes), explainers.fingerprint(data_bytes)
+
+
+def demo_context(name: str) -> ModelContext:
+    card = demo_cards()[name]
+    model_bytes, data_bytes, model_key, data_key = _demo_files(name, str(card["versions"]))
+
+    def build() -> ModelContext:
+        model = load_model_cached(model_key, model_bytes, f"{name}.skops", False)
+        ds = load_data_cached(data_key, data_bytes, f"{name}.parquet", card["target"], model_key, model)
+        return ModelContext(
+            name=name, title=card["title"], model=model, adapter=ModelAdapter(model),
+            X=ds.X, y=ds.y, model_key=model_key, data_key=ds.fingerprint, card=card, notices=ds.notices,
+        )
+
+    # one context per model and data, built once: every rerun of every page asks for it
+    return result_cache().get_or_compute(("context", model_key, data_key, card["target"]), build)
+
+
+def load_upload(model_bytes: bytes, model_name: str, data_bytes: bytes, data_name: str,
+                target: str | None, *, model_key: str | None = None,
+                data_key: str | None = None) -> ModelContext:
+    """Load an uploaded pair; raises ExplainerError with a readable message on bad input.
+
+    Pass the fingerprints when they are known, so the bytes are not hashed again.
+    """
+    model_key = model_key or explainers.fingerprint(model_bytes)
+    data_key = data_key or explainers.fingerprint(data_bytes)
+    return result_cache().get_or_compute(
+        ("context", model_key, data_key, target, model_name, data_name),
+        lambda: _upload_context(model_bytes, model_name, data_bytes, data_name, target, model_key, data_key))
+
+
+def _upload_context(model_bytes, model_name, data_bytes, data_name, target, model_key, data_key) -> ModelContext:
+    model = load_model_cached(model_key, model_bytes, model_name, pickles_trusted())
+    ds = load_data_cached(data_key, data_bytes, data_name, target, model_key, model)
+    adapter = ModelAdapter(model, feature_names=list(ds.X.columns))
+    card = {
+        "name": UPLOADED,
+        "title": f"Uploaded: {model_name}",
+        "description": f"Your model {model_name} with data {data_name}.",
+        "model_type": _model_type(model),
+        "task": adapter.task,
+        "target": target,
+        "classes": None if adapter.classes is None else [str(c) for c in adapter.classes],
+        "n_rows": int(len(ds.X)),
+        "n_train": None,
+        "metric": None,
+        "features": [],
+    }
+    return ModelContext(
+        name=UPLOADED, title=card["title"], model=model, adapter=adapter, X=ds.X, y=ds.y,
+        model_key=model_key, data_key=ds.fingerprint, card=card, notices=ds.notices,
+    )
+
+
+def _model_type(model) -> str:
+    steps = getattr(model, "steps", None)
+    if steps:
+        return " → ".join(type(s).__name__ for _, s in steps)
+    return type(model).__name__
+
+
+def current() -> ModelContext:
+    """The active model context (demo or upload)."""
+    active = st.session_state.get(ACTIVE, DEFAULT_DEMO)
+    up = st.session_state.get(UPLOAD)
+    if active == UPLOADED and up is not None:
+        return load_upload(up["model_bytes"], up["model_name"], up["data_bytes"], up["data_name"], up["target"],
+                           model_key=up["model_key"], data_key=up["data_key"])
+    if active not in demo_build.DEMO_NAMES:
+        active = DEFAULT_DEMO
+        st.session_state[ACTIVE] = active
+    return demo_context(active)
+
+
+def model_options() -> dict[str, str]:
+    """Selectbox options: key -> label."""
+    cards = demo_cards()
+    opts = {name: cards[name]["title"] for name in demo_build.DEMO_NAMES}
+    up = st.session_state.get(UPLOAD)
+    if up is not None:
+        opts[UPLOADED] = f"Uploaded: {up['model_name']}"
+    return opts
+
+
+# ------------------------------------------------------------------- errors
+def error_message(exc: BaseException) -> str:
+    """One sentence that says what to do: never a traceback on the page."""
+    if isinstance(exc, ExplainerError):
+        return str(exc)
+    return (
+        f"Something went wrong ({type(exc).__name__}: {exc}). Nothing was changed; "
+        "check the inputs and try again."
+    )
+
+
+def show_error(exc: BaseException) -> None:
+    st.error(error_message(exc), icon=":material/error:")
+
+
+# ------------------------------------------------------------ upload actions
+def on_pick_demo() -> None:
+    """Callback of the Model page's demo picker (callbacks may set widget state)."""
+    st.session_state[ACTIVE] = st.session_state[DEMO_PICK]
+    st.session_state[LAST_ERROR] = None
+
+
+def on_load_upload() -> None:
+    """Callback of the Load button: load both files or keep what was chosen before."""
+    mf = st.session_state.get(MODEL_FILE)
+    df = st.session_state.get(DATA_FILE)
+    if mf is None or df is None:
+        st.session_state[LAST_ERROR] = "Choose both a model file and a data file, then press Load."
+        return
+    target = st.session_state.get(TARGET_COL)
+    target = None if target in (None, NO_TARGET) else target
+    model_bytes, data_bytes = mf.getvalue(), df.getvalue()
+    keys = {"model_key": explainers.fingerprint(model_bytes), "data_key": explainers.fingerprint(data_bytes)}
+    try:
+        load_upload(model_bytes, mf.name, data_bytes, df.name, target, **keys)
+    except Exception as exc:  # keep the model already chosen; say what to fix
+        st.session_state[LAST_ERROR] = error_message(exc)
+        return
+    st.session_state[UPLOAD] = {
+        "model_bytes": model_bytes, "model_name": mf.name, "data_bytes": data_bytes, "data_name": df.name,
+        "target": target, **keys,
+    }
+    st.session_state[ACTIVE] = UPLOADED
+    st.session_state[LAST_ERROR] = None
+
+
+def upload_columns() -> list[str]:
+    """Columns of the data file chosen in the uploader (for the target picker)."""
+    df = st.session_state.get(DATA_FILE)
+    if df is None:
+        return []
+    # the uploader's file id names this upload: no need to hash the bytes on every rerun
+    return _peek(f"{df.file_id}:{df.size}", df.getvalue(), df.name)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _peek(data_key: str, _data: bytes, name: str) -> list[str]:
+    from explainers.io import peek_columns
+
+    return peek_columns(_data, filename=name)
+
+
+# -------------------------------------------------------------- summaries
+@st.cache_data(max_entries=32, show_spinner=False)
+def feature_summary(data_key: str, _X: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for col in _X.columns:
+        s = _X[col]
+        numeric = pd.api.types.is_numeric_dtype(s)
+        rows.append({
+            "feature": col,
+            "type": "numeric" if numeric else "categorical",
+            "dtype": str(s.dtype),
+            "min": float(s.min()) if numeric else None,
+            "max": float(s.max()) if numeric else None,
+            "mean": float(s.mean()) if numeric else None,
+            "distinct": int(s.nunique(dropna=True)),
+            "missing": int(s.isna().sum()),
+        })
+    return pd.DataFrame(rows)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def data_score(model_key: str, data_key: str, _ctx_adapter: ModelAdapter, _X: pd.DataFrame,
+               _y: pd.Series) -> dict | None:
+    """R² or accuracy of the model on the given rows (None when the target is unusable)."""
+    from sklearn.metrics import accuracy_score, r2_score
+
+    y = _y
+    keep = y.notna().to_numpy()
+    if keep.sum() < 2:
+        return None
+    X = _X[keep]
+    y = y[keep]
+    if _ctx_adapter.task == "regression":
+        pred = _ctx_adapter.predict(X)
+        return {"name": "R²", "value": float(r2_score(y.astype(float), pred))}
+    pred = _ctx_adapter.predict_labels(X)
+    return {"name": "accuracy", "value": float(accuracy_score(y.astype(str), pred.astype(str)))}

@@ -1,0 +1,173 @@
+"""What one browser session remembers: session-state keys, page widgets kept across
+page switches, the URL's query parameters, the operator's trust flag and the class pick.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+from demo_models import build as demo_build
+
+if TYPE_CHECKING:
+    from .context import ModelContext
+
+# ----------------------------------------------------------- session-state keys
+ACTIVE = "active_model"  # demo name, or UPLOADED
+UPLOAD = "upload"  # dict: model/data bytes, names, keys, target
+CLASS_INDEX = "class_label"  # the class picked in the sidebar, by its label
+LAST_ERROR = "model_page_error"
+UPLOADED = "__uploaded__"
+DEFAULT_DEMO = "diabetes_forest"
+
+# widget keys of the Model page's upload form and demo picker
+MODEL_FILE = "upload_model_file"
+DATA_FILE = "upload_data_file"
+TARGET_COL = "upload_target"
+DEMO_PICK = "demo_pick"
+NO_TARGET = "(no target column)"
+
+TRUST_FLAG = "--trust-pickles"
+TRUST_ENV = "GLASSBOX_TRUST_PICKLES"
+
+
+def init_session() -> None:
+    """Set every session key once, at the top of app.py."""
+    st.session_state.setdefault(ACTIVE, DEFAULT_DEMO)
+    st.session_state.setdefault(UPLOAD, None)
+    st.session_state.setdefault(LAST_ERROR, None)
+
+
+def pickles_trusted() -> bool:
+    """The operator allowed pickle/joblib uploads (a start flag or environment variable)."""
+    env = os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return env or TRUST_FLAG in sys.argv[1:]
+
+
+# ------------------------------------------------------------ page widgets
+#: widget keys of the pages, kept when the user goes to another page and back
+PAGE_KEY_PREFIXES = ("pdp_", "shap_", "imp_", "whatif_", "rep_")
+_NOT_KEPT = {"rep_download"}  # buttons cannot be given a value
+_KEPT = "kept::"
+
+
+def keep_page_widgets() -> None:
+    """Keep the pages' widget values across page switches.
+
+    Streamlit forgets a widget's value when a run does not draw it (another
+    page is shown); writing the value back as plain session state on every run
+    keeps it, so a page comes back as it was left.
+    """
+    ss = st.session_state
+    for key in list(ss.keys()):
+        if isinstance(key, str) and key.startswith(PAGE_KEY_PREFIXES) and key not in _NOT_KEPT:
+            ss[_KEPT + key] = ss[key]  # remember what the page shows now
+    for key in list(ss.keys()):
+        if isinstance(key, str) and key.startswith(_KEPT) and key[len(_KEPT):] not in ss:
+            ss[key[len(_KEPT):]] = ss[key]  # the page is back: restore what it showed
+
+
+class _RestoredWidgetFilter:
+    """Drops Streamlit's log line about a widget whose value came from session state.
+
+    :func:`keep_page_widgets` restores a page's widget values on purpose, so
+    every return to a page would otherwise log "created with a default value
+    but also had its value set via the Session State API" once per widget.
+    """
+
+    def filter(self, record) -> bool:
+        return "also had its value set via the Session State API" not in record.getMessage()
+
+
+def quiet_restored_widgets() -> None:
+    """Install :class:`_RestoredWidgetFilter` on Streamlit's widget-policy logger (once)."""
+    import logging
+
+    log = logging.getLogger("streamlit.elements.lib.policies")
+    if not any(isinstance(f, _RestoredWidgetFilter) for f in log.filters):
+        log.addFilter(_RestoredWidgetFilter())
+
+
+def valid_choice(key: str, options: list, default=None) -> None:
+    """Drop a session value (e.g. from a URL) that is not among a widget's options."""
+    if key in st.session_state and st.session_state[key] not in options:
+        if default is None:
+            del st.session_state[key]
+        else:
+            st.session_state[key] = default
+
+
+def valid_choices(key: str, options: list) -> None:
+    """Keep only the values of a multiselect that are among its options (e.g. after a model switch)."""
+    if key in st.session_state:
+        st.session_state[key] = [v for v in st.session_state[key] if v in options]
+
+
+# --------------------------------------------------------------------- URL
+URL_KEYS = {  # query parameter -> session-state key of the widget it fills
+    "model": ACTIVE,
+    "class": CLASS_INDEX,
+    "feature": "pdp_f1",
+    "feature2": "pdp_f2",
+    "row": "shap_row",
+}
+_URL_DONE = "url_applied"
+
+
+def apply_url() -> None:
+    """On a session's first run, fill the shared selections from the URL's query parameters.
+
+    Values are only taken when valid (a known model; the pages check features
+    and rows against their own options), so a stale link never breaks a page.
+    """
+    if st.session_state.get(_URL_DONE):
+        return
+    st.session_state[_URL_DONE] = True
+    qp = st.query_params
+    model = qp.get("model")
+    if model in demo_build.DEMO_NAMES:
+        st.session_state[ACTIVE] = model
+    value = qp.get("row")
+    if value is not None and value.isdigit():
+        st.session_state[URL_KEYS["row"]] = int(value)
+    for param in ("class", "feature", "feature2"):
+        if qp.get(param):
+            st.session_state[URL_KEYS[param]] = qp.get(param)
+
+
+def share_in_url(**params) -> None:
+    """Keep the page's main selections in the URL, so a view can be shared and reopened."""
+    for name, value in params.items():
+        if value is None:
+            st.query_params.pop(name, None)
+        else:
+            st.query_params[name] = str(value)
+
+
+# -------------------------------------------------------------- class pick
+def class_index(ctx: ModelContext) -> int:
+    """Position of the sidebar's class among the model's classes (0 when none is picked).
+
+    The widget holds the class label, not its position: when the model
+    changes, a label the new model lacks simply falls back to the first class.
+    """
+    label = st.session_state.get(CLASS_INDEX)
+    if ctx.classes is None or label is None:
+        return 0
+    return ctx.classes.index(str(label)) if str(label) in ctx.classes else 0
+
+
+def pdp_class(ctx: ModelContext) -> int | None:
+    """The sidebar's class for PDP/ALE figures (None for regression)."""
+    return None if ctx.classes is None else class_index(ctx)
+
+
+def shap_class(res, ctx: ModelContext) -> int | None:
+    """The sidebar's class as an output index of a SHAP result (None for one output)."""
+    if res.values.ndim == 2:
+        return None
+    k = res.values.shape[2]
+    ci = class_index(ctx)
+    return ci if ci < k else k - 1

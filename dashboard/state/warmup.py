@@ -1,0 +1,49 @@
+"""Compile (or load) the numba kernels behind the PDP and SHAP pages once per server process."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+#: once per process; tests patch ``dashboard.state.warmup._WARM``
+_WARM = {"started": False, "lock": threading.Lock()}
+
+
+def warm_kernels_in_background() -> None:
+    """Compile (or load from numba's cache) the kernels behind the PDP and SHAP pages, once per
+    server process, in a background thread.
+
+    On a fresh install the first PDP view would otherwise wait about ten seconds for
+    compilation (the first SHAP view about four); the user spends that time on the Model
+    page instead. Later starts only load the cached machine code (about a second).
+    """
+    with _WARM["lock"]:
+        if _WARM["started"]:
+            return
+        _WARM["started"] = True
+    threading.Thread(target=_warm_kernels, name="glassbox-warm-kernels", daemon=True).start()
+
+
+def _warm_kernels() -> None:
+    import logging
+    import warnings
+
+    try:
+        from sklearn.ensemble import RandomForestRegressor
+        from sklearn.neural_network import MLPRegressor
+
+        from explainers.pdp import partial_dependence
+        from explainers.shap import explain
+
+        rng = np.random.default_rng(0)
+        X = rng.uniform(size=(40, 3))
+        forest = RandomForestRegressor(n_estimators=2, max_depth=3, random_state=0).fit(X, X[:, 0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tiny MLP does not converge
+            mlp = MLPRegressor(hidden_layer_sizes=(4,), max_iter=5, random_state=0).fit(X, X[:, 0])
+        for kind in ("both", "average"):
+            partial_dependence(forest, X, [0], grid_resolution=3, kind=kind)
+        partial_dependence(mlp, X, [0], grid_resolution=3, kind="average")
+        explain(forest, X[:2])
+    except Exception:  # pragma: no cover - only a slower first view is at stake
+        logging.getLogger(__name__).warning("Warming the compiled kernels failed", exc_info=True)
