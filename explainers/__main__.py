@@ -31,7 +31,8 @@ __all__ = ["main", "build_parser"]
 
 _EPILOG = (
     "An interrupted run (Ctrl-C, a killed job) keeps its finished parts: run the same command "
-    "again to resume. Exit status: 0 done, 2 bad input or options, 130 interrupted."
+    "again to resume. One run at a time writes to an OUT folder; a second one fails at once. "
+    "Exit status: 0 done, 2 bad input, options or a busy OUT, 130 interrupted."
 )
 
 
@@ -64,7 +65,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     io.add_argument("--out", required=True, metavar="OUT",
                     help="output directory (part files + _manifest.json); created if missing")
     io.add_argument("--overwrite", action="store_true",
-                    help="replace results in OUT made from another model, data or options")
+                    help="replace results in OUT made from another model, data or options (deletes only "
+                         "the files that run wrote; a folder holding other files is refused)")
     io.add_argument("--trust-pickles", action="store_true",
                     default=os.environ.get("GLASSBOX_TRUST_PICKLES") == "1",
                     help="allow pickle/joblib model files, which run code when loaded "

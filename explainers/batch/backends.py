@@ -5,9 +5,39 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+import time
 import warnings
 
 from ..errors import ExplainerError
+
+#: seconds between a loky worker's checks that the process that started it is alive
+PARENT_POLL_S = 0.5
+_watching: int | None = None
+
+
+def _exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
+    """loky worker initializer: end this worker soon after the batch run's process is gone.
+
+    loky workers do not watch their parent: after a SIGKILL or a crash, a busy
+    worker finishes its chunk and the chunks already queued for it, then waits out
+    joblib's 300 s idle timeout, so a killed run's workers (hundreds of MB each)
+    lived on for many minutes. A daemon thread polls the parent pid (a worker is
+    reparented when its parent dies) and ends the process. The tree kernels release
+    the GIL, so it runs even mid-chunk; the part being written is a temporary
+    file, removed by the next run.
+    """
+    global _watching
+    if _watching == parent_pid:
+        return
+    _watching = parent_pid
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="glassbox-exit-with-parent", daemon=True).start()
 
 
 def _warm_worker() -> int:
@@ -82,8 +112,13 @@ def _warmed(backend: str, n_jobs: int, scheduler: str | None, connect_timeout: f
 @contextlib.contextmanager
 def _backend(backend: str, n_jobs: int, scheduler: str | None, connect_timeout: float):
     """Yield the joblib n_jobs to use, inside the chosen backend's context."""
+    from joblib import parallel_config
+
     if backend == "loky":
-        yield n_jobs
+        # the same initializer (and arguments) for the warm-up and the chunk loop, so that
+        # joblib hands both the same reusable executor, and its workers the same watch
+        with parallel_config(backend="loky", initializer=_exit_with_parent, initargs=(os.getpid(),)):
+            yield n_jobs
         return
     try:
         from dask.distributed import Client, LocalCluster
@@ -91,7 +126,6 @@ def _backend(backend: str, n_jobs: int, scheduler: str | None, connect_timeout: 
         raise ExplainerError(
             "--backend dask needs dask.distributed: pip install 'dask[distributed]'."
         ) from None
-    from joblib import parallel_config
     import logging
 
     with contextlib.ExitStack() as stack:

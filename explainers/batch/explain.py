@@ -18,8 +18,10 @@ import pandas as pd
 
 from ..errors import ExplainerError, InvalidDataError, param_error
 from .backends import _warmed
-from .manifest import (BACKGROUND, _cleanup_on_error, _mark_complete, _new_manifest, _prepare_out, _remove_tmp,
-                       _run_identity, _write_manifest, _write_table_atomic)
+from .lock import _locked
+from .manifest import (BACKGROUND, _check_not_foreign, _cleanup_on_error, _finish, _finished_ok, _mark_complete,
+                       _mark_incomplete, _new_manifest, _new_run_id, _prepare_out, _remove_tmp, _run_identity,
+                       _write_manifest, _write_table_atomic)
 from .options import BATCH_METHODS, DEFAULT_BLOCK_ROWS, DEFAULT_CHUNK_ROWS, TREE_MODES, _check_common, _check_int
 from .results import _read_background
 from .run import BatchReport, ProgressCallback, _build_explainer, _run, _run_explainer, _Spec
@@ -165,8 +167,9 @@ def explain_file(
                             n_samples=n_samples, random_state=random_state, chunk_rows=chunk_rows,
                             block_rows=block_rows)
     out = Path(out).expanduser().resolve()
+    _check_not_foreign(out)  # before the lock file is created in it
 
-    with _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
+    with _locked(out) as claim, _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
         model_path, model_sha, est = _open_model(model, trusted, func)
         src = _open_source(data)
         cols = _resolve_columns(src, est, None, func)
@@ -174,21 +177,25 @@ def explain_file(
         plan = _plan(est, src, cols, args, notices)
         data_sha, total_rows = _hash_source(src)
         opts = _manifest_options(args, plan)
-        identity, run_id = _run_identity("shap", model_sha, data_sha, opts)
-        created, resume = _prepare_out(out, identity, overwrite)
-        if resume is not None and resume.get("status") == "complete":
+        resume = _prepare_out(out, _run_identity("shap", model_sha, data_sha, opts), overwrite)
+        if resume is not None and resume.get("status") == "complete" and _finished_ok(out, resume, notices):
             return BatchReport(out, "shap", int(resume["n_rows"]), int(resume["n_chunks"]), 0,
                                int(resume["n_chunks"]), time.perf_counter() - t0, 0.0, plan.method, plan.reason,
                                notices + ["The output was already complete; nothing was recomputed."])
-        out.mkdir(parents=True, exist_ok=True)
-        with _cleanup_on_error(out, created):
+        run_id = resume["run_id"] if resume is not None else _new_run_id()
+        with _cleanup_on_error(out, claim.created, "shap", run_id):
             _remove_tmp(out)
-            bg_frame, bg_info = _prepare_background(out, resume, src, cols, args, plan, notices)
-            man = {**_new_manifest("shap", run_id, resume, model_path, model_sha, trusted, src, data_sha),
+            _mark_incomplete(out)
+            man = {**_new_manifest("shap", run_id, resume, model_path, model_sha, trusted, src, data_sha,
+                                   total_rows, chunk_rows),
                    "options": opts, "reason": plan.reason, "features": list(cols.features),
                    "outputs": plan.outputs, "multi_output": plan.multi, "columns": plan.columns,
-                   "background": bg_info, "output_kind": plan.output_kind,
+                   # claimed before it is written, so that no crash leaves a background no manifest owns
+                   "background": {"file": BACKGROUND} if plan.needs_background else None,
+                   "output_kind": plan.output_kind,
                    "text_columns": sorted(cols.text_ok & set(cols.features)), "notices": notices}
+            _write_manifest(out, man)
+            bg_frame, man["background"] = _prepare_background(out, resume, src, cols, args, plan, notices)
             _write_manifest(out, man)
             spec = _Spec(kind="shap", run_id=run_id, out=str(out), model_path=str(model_path),
                          model_sha=model_sha, trusted=bool(trusted), block_rows=block_rows, method=plan.method,
@@ -198,7 +205,7 @@ def explain_file(
             st = _run(out, resume, spec, src, cols, chunk_rows, total_rows, progress,
                       _in_process_state(est, plan, bg_frame), warmup)
             _mark_complete(man, st)
-            _write_manifest(out, man)
+            _finish(out, man, "batch", notices)
         return BatchReport(out, "shap", st.n_rows, st.n_chunks, st.chunks_computed, st.chunks_skipped,
                            time.perf_counter() - t0, st.rows_computed / max(st.seconds, 1e-9), plan.method,
                            plan.reason, notices)

@@ -16,8 +16,10 @@ import numpy as np
 
 from ..errors import ExplainerError, InvalidDataError, param_error
 from .backends import _warmed
-from .manifest import (IMPORTANCE_CSV, _atomic_write_bytes, _cleanup_on_error, _finished_manifest, _mark_complete,
-                       _new_manifest, _part_name, _prepare_out, _remove_tmp, _run_identity, _write_manifest)
+from .lock import _locked
+from .manifest import (IMPORTANCE_CSV, _atomic_write_bytes, _check_not_foreign, _cleanup_on_error, _finish,
+                       _finished_manifest, _finished_ok, _mark_complete, _mark_incomplete, _new_manifest, _new_run_id,
+                       _part_name, _prepare_out, _remove_tmp, _run_identity, _write_manifest)
 from .options import _CHUNK_METRIC, BATCH_SCORING, DEFAULT_CHUNK_ROWS, _check_common, _check_int
 from .run import ProgressCallback, _run, _Spec
 from .sources import _Columns, _hash_source, _iter_frames, _open_model, _open_source, _resolve_columns, _Source
@@ -87,7 +89,8 @@ def importance_file(
     if not isinstance(target, str) or not target:
         raise param_error("target", func, "the name of the target column", target)
     out = Path(out).expanduser().resolve()
-    with _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
+    _check_not_foreign(out)  # before the lock file is created in it
+    with _locked(out) as claim, _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
         model_path, model_sha, est = _open_model(model, trusted, func)
         scoring = _check_scoring(scoring, est, func)
         src = _open_source(data)
@@ -97,14 +100,18 @@ def importance_file(
         data_sha, total_rows = _hash_source(src)
         opts = {"target": target, "scoring": scoring, "n_repeats": n_repeats, "random_state": random_state,
                 "chunk_rows": chunk_rows}
-        identity, run_id = _run_identity("importance", model_sha, data_sha, opts)
-        created, resume = _prepare_out(out, identity, overwrite)
-        if resume is not None and resume.get("status") == "complete":
-            return load_importance(out)
-        out.mkdir(parents=True, exist_ok=True)
-        with _cleanup_on_error(out, created):
+        resume = _prepare_out(out, _run_identity("importance", model_sha, data_sha, opts), overwrite)
+        if resume is not None and resume.get("status") == "complete" and _finished_ok(out, resume, notices):
+            result = _combine_importance(out, resume)
+            if not (out / IMPORTANCE_CSV).is_file():
+                _write_importance_csv(out, result)
+            return result
+        run_id = resume["run_id"] if resume is not None else _new_run_id()
+        with _cleanup_on_error(out, claim.created, "importance", run_id):
             _remove_tmp(out)
-            man = {**_new_manifest("importance", run_id, resume, model_path, model_sha, trusted, src, data_sha),
+            _mark_incomplete(out)
+            man = {**_new_manifest("importance", run_id, resume, model_path, model_sha, trusted, src, data_sha,
+                                   total_rows, chunk_rows),
                    "options": opts, "features": list(cols.features), "notices": notices}
             _write_manifest(out, man)
             spec = _Spec(kind="importance", run_id=run_id, out=str(out), model_path=str(model_path),
@@ -112,9 +119,10 @@ def importance_file(
                          scoring=scoring, n_repeats=n_repeats)
             st = _run(out, resume, spec, src, cols, chunk_rows, total_rows, progress, lambda: (est, None), warmup)
             _mark_complete(man, st)
+            _finish(out, man, "batch-importance", notices)
+            # written after the manifest (a rerun writes it if a crash came between)
             result = _combine_importance(out, man)
             _write_importance_csv(out, result)
-            _write_manifest(out, man)
         return result
 
 
@@ -231,7 +239,8 @@ def load_importance(path: str | os.PathLike):
     Raises
     ------
     ExplainerError
-        If ``path`` holds no finished importance run.
+        If ``path`` holds no finished importance run, or its parts do not agree with
+        its manifest (as :func:`~explainers.batch.load_attributions`).
     """
     out = Path(path).expanduser().resolve()
     man = _finished_manifest(out, "importance", "batch-importance")

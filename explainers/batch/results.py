@@ -10,19 +10,34 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ExplainerError
-from .manifest import BACKGROUND, MANIFEST, _finished_manifest, _part_name, _read_manifest
+from ..errors import ExplainerError, InvalidDataError
+from .manifest import BACKGROUND, MANIFEST, _finished_manifest, _part_name
 from .options import _check_int
-from .sources import _Columns, _open_source, _read_rows
+from .sources import _Columns, _file_sha, _open_source, _read_rows
 
 
 def load_background(path: str | os.PathLike) -> pd.DataFrame | None:
-    """The background rows a batch run used (None for path-dependent TreeShap)."""
+    """The background rows a finished batch SHAP run used (None for path-dependent TreeShap).
+
+    Raises
+    ------
+    ExplainerError
+        If ``path`` holds no finished SHAP run, or its background file is not the one the run used.
+    """
     out = Path(path).expanduser().resolve()
-    man = _read_manifest(out) if out.is_dir() else None
-    if man is None or not man.get("background"):
+    if out.is_file() and out.name == MANIFEST:
+        out = out.parent
+    man = _finished_manifest(out, "shap", "batch")
+    info = man.get("background")
+    if not info:
         return None
-    return _read_background(out / BACKGROUND)
+    bg = out / BACKGROUND
+    if not bg.is_file() or (info.get("sha256") and _file_sha(bg) != info["sha256"]):
+        raise InvalidDataError(
+            f"The background file {BACKGROUND!r} of {str(out)!r} is missing or is not the one its run used. "
+            "Rerun the batch command with --overwrite to recompute the output."
+        )
+    return _read_background(bg)
 
 
 def load_attributions(
@@ -61,6 +76,10 @@ def load_attributions(
     ------
     ExplainerError
         If ``path`` holds no finished SHAP run.
+    InvalidDataError
+        If the run has not finished (it says how far it got), or its parts do not
+        agree with its manifest: one missing, one written by another run, or files
+        among them that the run did not write.
 
     Examples
     --------

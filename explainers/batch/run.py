@@ -357,7 +357,7 @@ def _run(out: Path, resume: dict | None, spec: _Spec, src: _Source, cols: _Colum
     if state["n_rows"] == 0:
         raise InvalidDataError("The data file has a header but no data rows. Use a file with at least one row.")
     # parts past the end cannot belong to this data; never leave them behind
-    _drop_parts_from(out, state["n_chunks"])
+    _drop_parts_from(out, spec.kind, spec.run_id, state["n_chunks"])
     tracker.total = state["n_rows"]
     tracker.report()
     return _RunStats(state["n_rows"], state["n_chunks"], state["n_chunks"] - tracker.skipped,
