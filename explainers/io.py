@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from . import limits
 from .errors import InvalidDataError, InvalidModelError, UnsafeModelError
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "expected_features",
     "categorical_features",
     "peek_columns",
+    "check_skops_archive",
+    "check_parquet_limits",
 ]
 
 #: Types that skops does not trust by default but that we reviewed: plain
@@ -135,7 +138,11 @@ def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None
         A pickle while not trusted, or a .skops file with types outside the
         reviewed allow-list (the message names them).
     InvalidModelError
-        An unreadable, empty or non-model file.
+        An unreadable, empty or non-model file; a .skops archive over the
+        limits of :mod:`explainers.limits` (checked by
+        :func:`check_skops_archive` before skops reads it); or a model whose
+        trees fail :func:`explainers.trees.validate.validate_model` (children,
+        features or depth that would crash or hang scikit-learn's predict).
     """
     data, name = _read_input(path_or_bytes, filename, "model")
     if not data:
@@ -160,6 +167,7 @@ def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None
     else:
         import skops.io as sio
 
+        check_skops_archive(data)
         try:
             untrusted = sio.get_untrusted_types(data=data)
         except Exception as exc:
@@ -191,7 +199,225 @@ def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None
     from .model import _check_fitted
 
     _check_fitted(model)
+    # scikit-learn's compiled tree code trusts the node arrays a file gives it:
+    # check them before anything (ours or scikit-learn's predict) walks them
+    from .trees.validate import validate_model
+
+    validate_model(model, type(model).__name__)
     return model
+
+
+# ------------------------------------------------------- .skops archive limits
+_SKOPS_HINT = "Save the model again with skops.io.dump(model, 'model.skops')."
+
+
+def _zip_entry_count(data: bytes) -> int | None:
+    """Entries the zip's central directory announces, read before zipfile parses them all."""
+    import zipfile
+
+    try:
+        end = zipfile._EndRecData(io.BytesIO(data))  # noqa: SLF001 - the documented end record
+        return None if not end else int(end[zipfile._ECD_ENTRIES_TOTAL])
+    except Exception:  # noqa: BLE001 - zipfile reports a damaged archive itself
+        return None
+
+
+def check_skops_archive(data: bytes) -> dict:
+    """Check a .skops archive against the model limits before skops reads any of it.
+
+    A .skops file is a zip of ``schema.json`` and ``.npy`` members. skops reads
+    a member once for every schema entry naming it, and builds an object once
+    per ``__id__`` however often the schema refers to it, so a file of a few
+    kilobytes can describe gigabytes of arrays or a forest of 100,000 copies of
+    one tree. This counts, from the zip directory and the schema alone:
+
+    - members (GLASSBOX_MAX_MODEL_FILES) and the size of ``schema.json``
+      (GLASSBOX_MAX_SCHEMA_BYTES);
+    - that every member unpacks to exactly its declared size (read in chunks,
+      never more than declared);
+    - with every shared object expanded at each place the schema refers to it:
+      the objects built (GLASSBOX_MAX_MODEL_OBJECTS), the array bytes read
+      (GLASSBOX_MAX_MODEL_BYTES) and the trees (GLASSBOX_MAX_TREES).
+
+    Returns the expanded counts: ``{"objects", "bytes", "trees"}``.
+
+    Raises
+    ------
+    InvalidModelError
+        Naming the count, the limit and the environment variable that raises it.
+    """
+    import json
+    import zipfile
+
+    n_entries = _zip_entry_count(data)
+    if n_entries is not None and n_entries > limits.limit("model_files"):
+        raise InvalidModelError(
+            f"The .skops file holds {n_entries:,} files, {limits.over('model_files')}."
+        )
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        infos = zf.infolist()
+    except Exception as exc:  # noqa: BLE001
+        raise InvalidModelError(
+            f"The file is not a readable .skops model ({type(exc).__name__}: {exc}). {_SKOPS_HINT}"
+        ) from None
+    with zf:
+        if len(infos) > limits.limit("model_files"):
+            raise InvalidModelError(f"The .skops file holds {len(infos):,} files, {limits.over('model_files')}.")
+        sizes: dict[str, int] = {}
+        for info in infos:
+            sizes[info.filename] = info.file_size
+        total = sum(sizes.values())
+        if total > limits.limit("model_bytes"):
+            raise InvalidModelError(
+                f"The .skops file unpacks to {limits.fmt('model_bytes', total)}, {limits.over('model_bytes')}."
+            )
+        schema_info = next((i for i in reversed(infos) if i.filename == "schema.json"), None)
+        if schema_info is None:
+            raise InvalidModelError(f"The file is not a .skops model: it has no schema.json. {_SKOPS_HINT}")
+        if schema_info.file_size > limits.limit("schema_bytes"):
+            raise InvalidModelError(
+                f"The .skops file's schema.json is {limits.fmt('schema_bytes', schema_info.file_size)}, "
+                f"{limits.over('schema_bytes')}."
+            )
+        schema_text = _read_member(zf, schema_info)
+        try:
+            schema = json.loads(schema_text)
+        except RecursionError:
+            raise InvalidModelError(f"The .skops schema nests too deeply to read. {_SKOPS_HINT}") from None
+        except Exception as exc:  # noqa: BLE001
+            raise InvalidModelError(
+                f"The .skops schema is not valid JSON ({type(exc).__name__}: {exc}). {_SKOPS_HINT}"
+            ) from None
+        del schema_text
+        counts = _expanded_schema_counts(schema, sizes)
+        for key, name, what in (("trees", "trees", "trees"), ("objects", "model_objects", "objects"),
+                                ("bytes", "model_bytes", None)):
+            if counts[key] > limits.limit(name):
+                found = limits.fmt(name, counts[key])
+                text = f"unpacks to {found} of arrays" if what is None else f"builds {found} {what}"
+                raise InvalidModelError(
+                    f"The .skops file {text} once the objects it shares are counted at every use, "
+                    f"{limits.over(name)}."
+                )
+        for info in infos:
+            if info is not schema_info:
+                _read_member(zf, info, keep=False)
+    return counts
+
+
+def _read_member(zf, info, keep: bool = True) -> bytes:
+    """Unpack one zip member in chunks, refusing it unless it is exactly its declared size.
+
+    zipfile never returns more than the directory declares, so a member that
+    claims less than it holds fails its CRC check, and one that claims more
+    comes up short: both are forgeries (or damage).
+    """
+    got, chunks = 0, []
+    try:
+        with zf.open(info) as fh:
+            while True:
+                chunk = fh.read(1 << 20)
+                if not chunk:
+                    break
+                got += len(chunk)
+                if keep:
+                    chunks.append(chunk)
+    except Exception as exc:  # noqa: BLE001
+        raise InvalidModelError(
+            f"The .skops file is damaged: its member {info.filename!r} cannot be unpacked "
+            f"({type(exc).__name__}: {exc}). {_SKOPS_HINT}"
+        ) from None
+    if got != info.file_size:
+        raise InvalidModelError(
+            f"The .skops file is damaged: its member {info.filename!r} unpacks to {got:,} bytes "
+            f"but declares {info.file_size:,}. {_SKOPS_HINT}"
+        )
+    return b"".join(chunks)
+
+
+_TREE_CLASSES = {"Tree", "TreePredictor"}
+_SATURATE = 1 << 62
+
+
+def _expanded_schema_counts(schema, sizes: dict) -> dict:
+    """Objects, array bytes and trees a skops schema describes, shared objects expanded.
+
+    A schema entry (a dict with ``__class__``) is a node; entries under it are its
+    children. An entry whose ``__id__`` was met before is, to skops, the same
+    object again. Here every entry with a given id counts as the largest of its
+    occurrences, at every place it occurs: an upper bound on what walking the
+    loaded model object by object costs. Iterative, so deep schemas cannot
+    exhaust the stack.
+    """
+    # index the node entries and their nearest node children
+    own: list[tuple[int, int, int]] = []
+    ids: list = []
+    children: list[list[int]] = []
+    stack = [(schema, -1)]
+    while stack:
+        obj, parent = stack.pop()
+        if isinstance(obj, dict):
+            if "__class__" in obj or "__loader__" in obj:
+                idx = len(own)
+                f = obj.get("file")
+                nbytes = int(sizes.get(f, 0)) if isinstance(f, str) else 0
+                own.append((1, nbytes, int(obj.get("__class__") in _TREE_CLASSES)))
+                ident = obj.get("__id__")
+                ids.append(ident if isinstance(ident, (int, str)) and not isinstance(ident, bool) else None)
+                children.append([])
+                if parent >= 0:
+                    children[parent].append(idx)
+                parent = idx
+            for v in obj.values():
+                if isinstance(v, (dict, list)):
+                    stack.append((v, parent))
+        elif isinstance(obj, list):
+            for v in obj:
+                if isinstance(v, (dict, list)):
+                    stack.append((v, parent))
+    if not own:
+        return {"objects": 0, "bytes": 0, "trees": 0}
+    groups: dict = {}
+    for i, ident in enumerate(ids):
+        if ident is not None:
+            groups.setdefault(ident, []).append(i)
+
+    # items: ("o", index) an occurrence, its own counts plus its children's;
+    # ("g", id) every occurrence of an id, the largest of them
+    def deps(item):
+        kind, key = item
+        if kind == "g":
+            return [("o", i) for i in groups[key]]
+        return [("g", ids[c]) if ids[c] is not None else ("o", c) for c in children[key]]
+
+    done: dict = {}
+    active: set = set()
+    cycle = (1, 0, 0)
+    root = ("g", ids[0]) if ids[0] is not None else ("o", 0)
+    work = [root]
+    while work:
+        item = work[-1]
+        if item in done:
+            work.pop()
+            continue
+        if item not in active:
+            active.add(item)
+            pending = [d for d in dict.fromkeys(deps(item)) if d not in done and d not in active]
+            if pending:
+                work.extend(pending)
+                continue
+        vals = [done.get(d, cycle) for d in deps(item)]
+        if item[0] == "g":
+            value = tuple(max(v[k] for v in vals) for k in range(3))
+        else:
+            base = own[item[1]]
+            value = tuple(min(_SATURATE, base[k] + sum(v[k] for v in vals)) for k in range(3))
+        done[item] = value
+        active.discard(item)
+        work.pop()
+    objects, nbytes, trees = done[root]
+    return {"objects": objects, "bytes": nbytes, "trees": trees}
 
 
 # ----------------------------------------------------------------------- data
@@ -284,7 +510,8 @@ def parquet_schema(source, name: str | None = None):
             f"Could not read the Parquet file{label} ({type(exc).__name__}: {exc}). Check that it is "
             "a complete Parquet file, or export the data as CSV."
         ) from None
-    dups = sorted({c for c in names if names.count(c) > 1})
+    seen: set = set()
+    dups = sorted({c for c in names if c in seen or seen.add(c)})
     if dups:
         raise InvalidDataError(
             f"{repr(name) if name else 'The file'} has duplicate column names: {', '.join(dups)}. "
@@ -293,7 +520,8 @@ def parquet_schema(source, name: str | None = None):
     return pfile, names
 
 
-def _read_table(data: bytes, name: str) -> pd.DataFrame:
+def _check_data_name(data: bytes, name: str) -> bool:
+    """Refuse an empty file or a name that is not CSV / Parquet; True for Parquet."""
     if not data or not data.strip():
         raise InvalidDataError("The data file is empty. Upload a CSV or Parquet file with a header row and data.")
     is_parquet = name.endswith((".parquet", ".pq")) or data[:4] == b"PAR1"
@@ -301,16 +529,11 @@ def _read_table(data: bytes, name: str) -> pd.DataFrame:
         raise InvalidDataError(
             f"{Path(name).name!r} is not a data file this tool reads: use CSV (.csv) or Parquet (.parquet)."
         )
-    if is_parquet:
-        pfile, _ = parquet_schema(io.BytesIO(data))
-        try:
-            return pfile.read().to_pandas()
-        except Exception as exc:
-            raise InvalidDataError(
-                f"Could not read the Parquet file ({type(exc).__name__}: {exc}). Check that it is "
-                "a complete Parquet file, or export the data as CSV."
-            ) from None
-    # CSV: decode ourselves so a wrong encoding is a clear message, not garbage
+    return is_parquet
+
+
+def _csv_text(data: bytes) -> str:
+    """Decode CSV bytes ourselves, so a wrong encoding is a clear message, not garbage."""
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         try:
             text = data.decode("utf-16")
@@ -328,47 +551,204 @@ def _read_table(data: bytes, name: str) -> pd.DataFrame:
         raise InvalidDataError(
             "The file contains NUL bytes, so it is not a text CSV. Upload a CSV or Parquet file."
         )
-    lines = text.splitlines()
-    header_line = next((ln for ln in lines if ln.strip()), "")
+    return text
+
+
+def _csv_header(data: bytes) -> tuple[str, list[str]]:
+    """(separator, column names) from the header line of CSV bytes, checked."""
+    header_line = _csv_head(data).decode("utf-8-sig", errors="replace").strip()
     try:
-        dialect = csv.Sniffer().sniff(header_line, delimiters=",;\t|") if header_line else None
+        dialect = csv.Sniffer().sniff(header_line[: 1 << 16], delimiters=",;\t|") if header_line else None
         sep = dialect.delimiter if dialect else ","
     except csv.Error:
         sep = ","
-    header = next(csv.reader([header_line], delimiter=sep)) if header_line else []
+    try:
+        header = next(csv.reader([header_line], delimiter=sep)) if header_line else []
+    except csv.Error:
+        header = header_line.split(sep)
     header = [h.strip() for h in header]
     if not header or all(h == "" for h in header):
         raise InvalidDataError("The CSV file has no header row. Put the column names on the first line.")
-    dups = sorted({c for c in header if header.count(c) > 1})
-    if dups:
+    _check_columns(header, "The file")
+    return sep, header
+
+
+def _read_table(data: bytes, name: str) -> pd.DataFrame:
+    if _check_data_name(data, name):
+        return _read_parquet(data)
+    if len(data) > limits.limit("data_bytes"):
         raise InvalidDataError(
-            f"The file has duplicate column names: {', '.join(dups)}. Rename them so each column is unique."
+            f"The CSV file is {limits.fmt('data_bytes', len(data))}, {limits.over('data_bytes')}. "
+            "Upload a sample of the rows."
         )
+    text = _csv_text(data)
+    sep, _ = _csv_header(data)
+    max_rows = limits.limit("data_rows")
     try:
-        frame = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True)
+        # one row past the limit tells a file over it without parsing the rest
+        frame = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, nrows=max_rows + 1)
     except Exception as exc:
         raise InvalidDataError(
             f"Could not parse the CSV file ({type(exc).__name__}: {exc}). Check that every row "
             "has the same number of fields as the header."
         ) from None
+    if len(frame) > max_rows:
+        raise InvalidDataError(
+            f"The CSV file has more than {max_rows:,} data rows, {limits.over('data_rows')}. "
+            "Upload a sample of the rows."
+        )
     frame.columns = [str(c).strip() for c in frame.columns]
+    return frame
+
+
+def _check_columns(names: Sequence[str], label: str) -> None:
+    """Refuse duplicate column names and more columns than the features limit."""
+    if len(names) > limits.limit("features"):
+        raise InvalidDataError(
+            f"{label} has {len(names):,} columns, {limits.over('features')}."
+        )
+    seen: set = set()
+    dups = sorted({c for c in names if c in seen or seen.add(c)})
+    if dups:
+        raise InvalidDataError(
+            f"{label} has duplicate column names: {', '.join(dups)}. Rename them so each column is unique."
+        )
+
+
+def check_parquet_limits(pfile, name: str | None = None) -> None:
+    """Refuse a Parquet file whose metadata announces more rows, bytes or columns than the limits.
+
+    Read from the footer only: a small file can decompress to tens of millions
+    of rows. ``name`` labels the file in the messages.
+    """
+    label = repr(name) if name else "The Parquet file"
+    meta = pfile.metadata
+    if meta.num_rows > limits.limit("data_rows"):
+        raise InvalidDataError(
+            f"{label} has {meta.num_rows:,} rows, {limits.over('data_rows')}. Upload a sample of the rows."
+        )
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if size > limits.limit("data_bytes"):
+        raise InvalidDataError(
+            f"{label} unpacks to {limits.fmt('data_bytes', size)}, {limits.over('data_bytes')}. "
+            "Upload a sample of the rows."
+        )
+    if meta.num_columns > limits.limit("features"):
+        raise InvalidDataError(f"{label} has {meta.num_columns:,} columns, {limits.over('features')}.")
+
+
+def _read_parquet(data: bytes) -> pd.DataFrame:
+    """Read a Parquet file within the data limits.
+
+    Text columns are read as dictionaries (each distinct value once) and their
+    unpacked size is summed from the dictionary before any value is repeated:
+    a few megabytes of Parquet can hold one long string repeated on every row.
+    Within the limit they are cast back, so the frame is what pyarrow gives.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    pfile, _ = parquet_schema(io.BytesIO(data))
+    check_parquet_limits(pfile)
+    text_types = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+    texts = [f.name for f in pfile.schema_arrow if any(t(f.type) for t in text_types)]
+    try:
+        table = pq.ParquetFile(io.BytesIO(data), read_dictionary=texts).read() if texts else pfile.read()
+        size = table.nbytes
+        for column in table.columns:  # text read as dictionaries, and the file's own dictionaries
+            if not (pa.types.is_dictionary(column.type)
+                    and any(t(column.type.value_type) for t in text_types)):
+                continue
+            for chunk in column.chunks:
+                lengths = pc.binary_length(chunk.dictionary).to_numpy(zero_copy_only=False)
+                codes = pc.fill_null(chunk.indices, 0).to_numpy(zero_copy_only=False)
+                if len(lengths):
+                    size += int(lengths[codes].sum(dtype=np.int64))
+        if size > limits.limit("data_bytes"):
+            raise InvalidDataError(
+                f"The Parquet file unpacks to {limits.fmt('data_bytes', size)}, {limits.over('data_bytes')}. "
+                "Upload a sample of the rows."
+            )
+        if texts:  # within the limit: back to the file's own types, as pyarrow reads them
+            table = table.cast(pfile.schema_arrow)
+        frame = table.to_pandas()
+    except InvalidDataError:
+        raise
+    except Exception as exc:
+        raise InvalidDataError(
+            f"Could not read the Parquet file ({type(exc).__name__}: {exc}). Check that it is "
+            "a complete Parquet file, or export the data as CSV."
+        ) from None
     return frame
 
 
 def peek_columns(path_or_bytes, filename: str | None = None) -> list[str]:
     """Column names of a CSV or Parquet file (to offer a target column before loading).
 
+    Reads only what names the columns: a Parquet file's footer (with its row and
+    size limits checked there), or a CSV's header line however long (up to
+    GLASSBOX_MAX_HEADER_BYTES), never the rows.
+
     Raises :class:`InvalidDataError` for the same bad files as :func:`load_data`.
     """
     data, name = _read_input(path_or_bytes, filename, "data")
     if name.endswith((".parquet", ".pq")) or data[:4] == b"PAR1":
-        return [str(c) for c in _read_table(data, name).columns]
-    # a CSV: parse just the first lines
-    head = data[: 1 << 16]
-    cut = head.rfind(b"\n")
-    if cut > 0 and len(data) > len(head):
-        head = head[: cut + 1]
-    return [str(c) for c in _read_table(head, name).columns]
+        _check_data_name(data, name)
+        # the footer only: names, and the limits load_data would refuse
+        pfile, names = parquet_schema(io.BytesIO(data))
+        check_parquet_limits(pfile)
+        try:  # a stored pandas index is not a column of the loaded frame
+            index = (pfile.schema_arrow.pandas_metadata or {}).get("index_columns", [])
+        except Exception:  # noqa: BLE001 - malformed pandas metadata: show every column
+            index = []
+        names = [c for c in names if c not in {i for i in index if isinstance(i, str)}]
+        if not names:
+            raise InvalidDataError("The data file has no columns. Upload a table with a header row.")
+        return names
+    _check_data_name(data, name)
+    head = _csv_head(data)
+    _csv_text(head)
+    _, header = _csv_header(head)
+    # the names pandas gives the columns (load_data's), without parsing any row
+    return [h if h else f"Unnamed: {i}" for i, h in enumerate(header)]
+
+
+def _csv_head(data: bytes) -> bytes:
+    """The bytes of a CSV up to the end of its header line, however long that line is.
+
+    The header is the first non-blank line; a line break inside double quotes
+    does not end it. Reads at most GLASSBOX_MAX_HEADER_BYTES past the blank
+    lines. A UTF-16 file's header comes back as UTF-8.
+    """
+    cap = limits.limit("header_bytes")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        head = data[: 4 * cap + 2]
+        text = head[: len(head) // 2 * 2].decode("utf-16", errors="ignore").encode("utf-8")
+        return text[:_header_end(text, cap, complete=len(head) == len(data))]
+    return data[:_header_end(data, cap)]
+
+
+def _header_end(data: bytes, cap: int, complete: bool = True) -> int:
+    """Offset just past the header line's line break (or the end of ``data``)."""
+    start = 0
+    n = len(data)
+    while start < n and data[start:start + 1] in (b"\n", b"\r", b" ", b"\t"):
+        start += 1
+    window = np.frombuffer(data, dtype=np.uint8, count=min(n, start + cap + 1) - start, offset=start)
+    newlines = np.flatnonzero((window == 10) | (window == 13))
+    if len(newlines):
+        # a newline ends the header when an even number of quotes precede it
+        quotes = np.cumsum(window == 34)
+        closed = newlines[(quotes[newlines] % 2) == 0]
+        if len(closed):
+            return start + int(closed[0]) + 1
+    if n - start <= cap and complete:
+        return n
+    raise InvalidDataError(
+        f"The CSV header line is longer than {limits.fmt('header_bytes', cap)}, "
+        f"{limits.over('header_bytes')}. Check that the file is a CSV with one header line."
+    )
 
 
 def load_data(
@@ -403,7 +783,9 @@ def load_data(
     Raises
     ------
     InvalidDataError
-        With a message that says what is wrong and how to fix it.
+        With a message that says what is wrong and how to fix it, or which limit
+        of :mod:`explainers.limits` the file exceeds (rows, unpacked bytes,
+        columns, header line) and the environment variable that raises it.
     """
     data, name = _read_input(path_or_bytes, filename, "data")
     frame = _read_table(data, name)

@@ -33,7 +33,9 @@ def _sk_tree_arrays(tree, column: int | None, n_raw: int):
         value = np.zeros((len(left), n_raw))
         value[:, column] = v[:, 0, 0]
     cover = np.asarray(t.weighted_n_node_samples, dtype=np.float64)
-    return feature, threshold, left, right, missing, value, cover, int(t.max_depth)
+    # the depth (last entry) is computed from the children by _with_depths, never
+    # read from the model: a stored max_depth may be wrong
+    return feature, threshold, left, right, missing, value, cover, -1
 
 
 def _hgb_tree_arrays(predictor, column: int, n_raw: int):
@@ -52,7 +54,7 @@ def _hgb_tree_arrays(predictor, column: int, n_raw: int):
     value = np.zeros((len(nodes), n_raw))
     value[:, column] = nodes["value"]
     cover = nodes["count"].astype(np.float64)
-    return feature, threshold, left, right, missing, value, cover, int(nodes["depth"].max())
+    return feature, threshold, left, right, missing, value, cover, -1
 
 
 def _link_transform(model) -> str:
@@ -147,7 +149,28 @@ def flatten_sklearn(model) -> TreeEnsemble:
     else:
         read = _hist_gradient_boosting
     parts, tree_output, ensemble = read(model, name)
-    return assemble(parts, tree_output, n_features=int(model.n_features_in_), model_name=name, **ensemble)
+    n_features = int(model.n_features_in_)
+    parts = _with_depths(parts, n_features, name)
+    return assemble(parts, tree_output, n_features=n_features, model_name=name, **ensemble)
+
+
+def _with_depths(parts, n_features: int, name: str):
+    """Check the trees' structure and put each tree's depth, computed from its children, in its part.
+
+    Every kernel sizes its walk stacks from this depth, so it must be the real
+    one (a file can state any ``max_depth``); the check also refuses children or
+    features out of range, shared nodes and cycles, for models that did not come
+    through :func:`explainers.load_model` (which checks them on load).
+    """
+    from .validate import check_trees
+
+    offsets = np.concatenate([[0], np.cumsum([len(p[0]) for p in parts])])
+    cat = lambda i: np.concatenate([p[i] for p in parts])  # noqa: E731
+    depths = check_trees(
+        cat(2), cat(3), offsets, feature=cat(0), n_features=n_features, threshold=cat(1),
+        where=lambda t, node: f"{name}, tree {t}" + ("" if node is None else f", node {node}"),
+    )
+    return [p[:7] + (int(d),) for p, d in zip(parts, depths)]
 
 
 def _forest(model, name):
