@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InvalidDataError, InvalidModelError, param_error
-from ..io import (_coerce_numeric, categorical_features, expected_features, fingerprint, load_model,
-                  match_columns, parquet_schema)
+from ..io import fingerprint, load_model
+from ..io.data import _coerce_numeric, categorical_features, expected_features, match_columns, parquet_schema
 from .options import DEFAULT_CHUNK_ROWS
 
 _HASH_BLOCK = 1 << 22

@@ -1,0 +1,34 @@
+"""Reading an input given as a path, bytes or a file object; content fingerprints."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+from ..errors import InvalidDataError
+
+
+def fingerprint(data: bytes) -> str:
+    """Return the sha256 hex digest of ``data``: the cache key of a file's content."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_input(path_or_bytes, filename: str | None, what: str) -> tuple[bytes, str]:
+    """Return (content bytes, lower-case file name) from a path, bytes or a file object."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        return bytes(path_or_bytes), (filename or "").lower()
+    if hasattr(path_or_bytes, "read"):
+        data = path_or_bytes.read()
+        name = filename or getattr(path_or_bytes, "name", "") or ""
+        return bytes(data), str(name).lower()
+    if isinstance(path_or_bytes, (str, os.PathLike)):
+        path = Path(path_or_bytes)
+        if not path.is_file():
+            raise InvalidDataError(
+                f"The {what} file {str(path)!r} does not exist or is not a file. Check the path."
+            )
+        return path.read_bytes(), (filename or path.name).lower()
+    raise InvalidDataError(
+        f"Pass the {what} as a file path, bytes or a file object; got {type(path_or_bytes).__name__}."
+    )
