@@ -2,7 +2,9 @@
 
 Widgets every page shares (the model and the class) live here in the sidebar,
 so they keep their values across pages. Start with ``-- --trust-pickles`` (or
-GLASSBOX_TRUST_PICKLES=1) to allow pickle/joblib uploads.
+GLASSBOX_TRUST_PICKLES=1) to allow pickle/joblib uploads, and with
+``-- --batch-root DIR`` (or GLASSBOX_BATCH_ROOTS) to let the SHAP page open batch
+runs from DIR. The server settings are checked first (see dashboard/server.py).
 """
 import sys
 from pathlib import Path
@@ -13,9 +15,18 @@ if str(ROOT) not in sys.path:  # `streamlit run` puts only dashboard/ on the pat
 
 import streamlit as st  # noqa: E402
 
-from dashboard import state  # noqa: E402
+from dashboard import server  # noqa: E402
 
+# first of all: the project's server settings, wherever Streamlit was started from
+server.apply_runtime_settings()
 st.set_page_config(page_title="Glassbox — explain your model", page_icon=":material/search_insights:", layout="wide")
+if problem := server.exposure_problem():
+    st.error(problem, icon=":material/block:")
+    st.stop()
+
+from dashboard import state  # noqa: E402
+from dashboard.safe_text import md  # noqa: E402
+
 state.init_session()
 state.quiet_restored_widgets()
 state.keep_page_widgets()
@@ -70,7 +81,7 @@ with st.sidebar:
             "Class", ctx.classes, index=len(ctx.classes) - 1 if ctx.task == "binary" else 0,
             key=state.CLASS_INDEX, help="The class whose probability the pages explain.",
         )
-    st.caption(f"{ctx.card.get('model_type', '')} · {ctx.task} · {len(ctx.X):,} rows")
+    st.caption(f"{md(ctx.card.get('model_type', ''))} · {ctx.task} · {len(ctx.X):,} rows")
     state.share_in_url(model=None if ctx.name == state.UPLOADED else ctx.name,
                        **{"class": st.session_state.get(state.CLASS_INDEX) if ctx.classes else None})
     if state.pickles_trusted():

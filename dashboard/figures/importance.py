@@ -10,6 +10,8 @@ import plotly.graph_objects as go
 
 from explainers.importance import ImportanceComparison, ImportanceResult, compare_importances
 
+from dashboard.safe_text import plot
+
 from .style import FONT, PALETTE
 
 
@@ -68,17 +70,18 @@ def _feature_order(vals: pd.DataFrame, key: pd.Series, sort_by: str | None, top_
 
 
 def _method_bar(i: int, method: str, vals: pd.DataFrame, errs: pd.DataFrame, fmt: str, desc: dict) -> go.Bar:
+    """One method's bars; feature names and texts escaped for Plotly (user text)."""
     return go.Bar(
-        name=method,
-        y=[str(f) for f in vals.index],
+        name=plot(method),
+        y=[plot(f) for f in vals.index],
         x=vals[method].to_numpy(),
         orientation="h",
         marker_color=PALETTE[i % len(PALETTE)],
         error_x=dict(type="data", array=errs[method].to_numpy(), visible=True,
                      color="#444444", thickness=1.2, width=3),
         hovertemplate=(
-            f"<b>%{{y}}</b><br>{method}: %{{x:{fmt}}} ± %{{error_x.array:{fmt}}}"
-            f"<extra>{desc.get(method, '')[:60]}</extra>"
+            f"<b>%{{y}}</b><br>{plot(method)}: %{{x:{fmt}}} ± %{{error_x.array:{fmt}}}"
+            f"<extra>{plot(desc.get(method, '')[:60])}</extra>"
         ),
     )
 
@@ -122,7 +125,7 @@ def importance_bars_figure(
     fig.update_layout(
         template="plotly_white",
         barmode="group",
-        title=title or ("Variable importance, compared" if n_meth > 1 else "Variable importance"),
+        title=plot(title) if title else ("Variable importance, compared" if n_meth > 1 else "Variable importance"),
         font=FONT,
         legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
         height=int(min(2400, max(320, 120 + n_feat * (14 + 12 * n_meth)))),
@@ -166,8 +169,8 @@ def agreement_heatmap_figure(comparison: ImportanceComparison, kind: str = "spea
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=list(mat.columns),
-            y=list(mat.index),
+            x=[plot(c) for c in mat.columns],
+            y=[plot(c) for c in mat.index],
             zmin=-1,
             zmax=1,
             colorscale=scale,

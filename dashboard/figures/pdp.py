@@ -7,13 +7,13 @@ subsampling, hiding empty cells) happen here, never in :mod:`explainers`.
 """
 from __future__ import annotations
 
-import io as _io
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from explainers.errors import InvalidParameterError, param_error
+
+from dashboard.safe_text import csv_text, plot, plot_values
 
 from .style import FONT, PDP_COLOURS, PDP_EMPTY, PDP_ICE, PDP_LINE, PDP_SCALE, fmt_value
 
@@ -27,8 +27,9 @@ def _pick_output(result, class_index, func: str):
 
     One output: None. Several and no class_index: the positive class of a
     binary model, or every class (k > 2) for 1-D line plots to draw together.
+    The label is escaped for Plotly (class names are user text).
     """
-    names = list(result.output_names)
+    names = [plot(n) for n in result.output_names]
     k = len(names)
     if class_index is not None:
         if k == 1:
@@ -49,7 +50,7 @@ def _pick_one_output(result, class_index, func: str):
     """Like :func:`_pick_output`, but a multiclass overview falls back to the first class (2-D figures)."""
     pos, label = _pick_output(result, class_index, func)
     if pos == "all":
-        return 0, result.output_names[0]
+        return 0, plot(result.output_names[0])
     return pos, label
 
 
@@ -69,8 +70,8 @@ def _take(arr, pos):
 
 
 def _axis_values(grid, categorical: bool):
-    """Grid values as plotted: strings for a categorical feature, floats otherwise."""
-    return [str(v) for v in grid] if categorical else np.asarray(grid, dtype=float)
+    """Grid values as plotted: strings (escaped for Plotly) for a categorical feature, floats otherwise."""
+    return [plot(v) for v in grid] if categorical else np.asarray(grid, dtype=float)
 
 
 def _layout(fig: go.Figure, title: str, xtitle: str, ytitle: str, height: int = 480) -> go.Figure:
@@ -122,7 +123,7 @@ def _rug(fig: go.Figure, result, pos: int = 0) -> None:
             marker=dict(symbol="line-ns-open", size=14, color="#444444", line=dict(width=2)),
             name="deciles of the data",
             customdata=np.arange(10, 100, 10),
-            hovertemplate=f"{result.feature_names[pos]}: %{{x:.4g}}<br>decile %{{customdata}}%<extra></extra>",
+            hovertemplate=f"{plot(result.feature_names[pos])}: %{{x:.4g}}<br>decile %{{customdata}}%<extra></extra>",
         )
     )
     fig.update_layout(yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
@@ -154,7 +155,7 @@ def _colour_values(result, color_by, shown: np.ndarray):
             f"drawn from data of at least {rows.max() + 1} rows. Pass one value per row of "
             "the data (or per ICE row)."
         )
-    return aligned[shown], str(name)
+    return aligned[shown], plot(name)
 
 
 def _viridis(t: np.ndarray) -> list[str]:
@@ -181,7 +182,7 @@ def _ice_groups(result, color_by, shown: np.ndarray):
         return groups, cname, cv
     cats = list(pd.unique(pd.Series(cvals).astype(str)))
     lab = pd.Series(cvals).astype(str).to_numpy()
-    groups = [(c, np.flatnonzero(lab == c), PDP_COLOURS[i % len(PDP_COLOURS)], f"<br>{cname}: {c}")
+    groups = [(plot(c), np.flatnonzero(lab == c), PDP_COLOURS[i % len(PDP_COLOURS)], f"<br>{cname}: {plot(c)}")
               for i, c in enumerate(cats)]
     return groups, cname, None
 
@@ -253,7 +254,7 @@ def _add_pd_line(fig: go.Figure, x, avg: np.ndarray, counts: np.ndarray, name: s
 def _add_class_lines(fig: go.Figure, result, x, counts: np.ndarray, name: str, categorical: bool,
                      shift: bool) -> None:
     """Multiclass overview: one PD line (or bar set) per class, no ICE."""
-    for k, cname in enumerate(result.output_names):
+    for k, cname in enumerate(plot(c) for c in result.output_names):
         avg = result.average[..., k]
         avg = avg - avg[0] if shift else avg
         colour = PDP_COLOURS[k % len(PDP_COLOURS)]
@@ -319,7 +320,7 @@ def pdp_figure(
     func = "pdp_figure"
     _check_pdp_args(result, max_ice_lines, func)
     pos, label = _pick_output(result, class_index, func)
-    name = result.feature_names[0]
+    name = plot(result.feature_names[0])
     categorical = result.feature_kinds[0] == "categorical"
     x = _axis_values(result.grid[0], categorical)
     counts = np.asarray(result.counts)
@@ -348,22 +349,30 @@ def pdp_figure(
 # ============================================================================
 
 def _add_points(fig: go.Figure, points, fx: str, fy: str) -> None:
-    """Overlay data rows as a light scatter: a DataFrame with both features, or two columns (x, y)."""
+    """Overlay data rows as a light scatter: a DataFrame with both features, or two columns (x, y).
+
+    ``fx`` and ``fy`` are the features' own names (to find the columns); text
+    values are escaped like the categorical axes they sit on.
+    """
     if isinstance(points, pd.DataFrame):
         px, py = points[fx].to_numpy(), points[fy].to_numpy()
     else:
         arr = np.asarray(points)
         px, py = arr[:, 0], arr[:, 1]
+    if px.dtype == object:
+        px = np.asarray(plot_values(px), dtype=object)
+    if py.dtype == object:
+        py = np.asarray(plot_values(py), dtype=object)
     fig.add_trace(go.Scatter(
         x=px, y=py, mode="markers", name="data",
         marker=dict(size=4, color="rgba(0,0,0,0.35)", line=dict(width=0)),
-        hovertemplate=f"{fx}: %{{x}}<br>{fy}: %{{y}}<extra>data</extra>",
+        hovertemplate=f"{plot(fx)}: %{{x}}<br>{plot(fy)}: %{{y}}<extra>data</extra>",
     ))
 
 
 def _pdp2d_surface(result, pos, label: str, style: str, empty_cells: str):
     """The heatmap/contour figure of a two-feature PD; returns (figure, x, y, empty cells)."""
-    fx, fy = result.feature_names
+    fx, fy = (plot(n) for n in result.feature_names)
     cat_x, cat_y = (k == "categorical" for k in result.feature_kinds)
     x, y = _axis_values(result.grid[0], cat_x), _axis_values(result.grid[1], cat_y)
     z = np.asarray(_take(result.average, pos), dtype=float).T.copy()  # rows = y
@@ -418,12 +427,12 @@ def pdp2d_figure(
     if empty_cells not in ("shade", "hide", "show"):
         raise param_error("empty_cells", func, "one of ['shade', 'hide', 'show']", empty_cells)
     pos, label = _pick_one_output(result, class_index, func)
-    fx, fy = result.feature_names
     fig, x, y, empty = _pdp2d_surface(result, pos, label, style, empty_cells)
+    fx, fy = (plot(n) for n in result.feature_names)
     if empty_cells == "shade" and empty.any():
         _shade_empty(fig, x, y, empty, f"{fx}: %{{x}}<br>{fy}: %{{y}}<br>no data rows in this cell<extra></extra>")
     if points is not None:
-        _add_points(fig, points, fx, fy)
+        _add_points(fig, points, *result.feature_names)  # the columns by their own names
     fig = _heatmap_layout(fig, f"Partial dependence on {fx} and {fy}", fx, fy)
     title = ("Centred p" if result.centered else "P") + f"artial dependence: {label}"
     fig.update_layout(title_text=f"{title} by {fx} and {fy}")
@@ -468,11 +477,11 @@ def ale_figure(result, *, class_index: int | None = None, show_counts: bool = Tr
     func = "ale_figure"
     _need_features(result, 1, func, "ale2d_figure")
     pos, label = _pick_output(result, class_index, func)
-    name = result.feature_names[0]
+    name = plot(result.feature_names[0])
     edges = np.asarray(result.grid[0], dtype=float)
     fig = go.Figure()
     series = (
-        [(k, str(c)) for k, c in enumerate(result.output_names)] if pos == "all" else [(pos, label)]
+        [(k, plot(c)) for k, c in enumerate(result.output_names)] if pos == "all" else [(pos, label)]
     )
     for i, (k, cname) in enumerate(series):
         eff = np.asarray(_take(result.effect, k), dtype=float)
@@ -512,7 +521,7 @@ def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = 
     func = "ale2d_figure"
     _need_features(result, 2, func, "ale_figure")
     pos, label = _pick_one_output(result, class_index, func)
-    fx, fy = result.feature_names
+    fx, fy = (plot(n) for n in result.feature_names)
     ex, ey = (np.asarray(g, dtype=float) for g in result.grid)
     f = np.asarray(_take(result.effect, pos), dtype=float)
     cells = ((f[:-1, :-1] + f[:-1, 1:] + f[1:, :-1] + f[1:, 1:]) / 4).T  # rows = y
@@ -546,6 +555,8 @@ def pdp_to_csv(result, *, include_ice: bool = False) -> str:
     Columns: the feature(s), ``output`` (when there are several), ``partial_dependence``,
     ``rows`` (data rows in the grid cell) and, with ``include_ice``, one
     ``ice_row_<i>`` column per ICE row (``i`` = its position in the data).
+    Text cells and names that start like a spreadsheet formula get a leading
+    ``'`` (:func:`dashboard.safe_text.csv_text`); numbers are written as numbers.
     """
     names = list(result.feature_names)
     mesh = np.meshgrid(*[np.arange(len(g)) for g in result.grid], indexing="ij")
@@ -567,6 +578,4 @@ def pdp_to_csv(result, *, include_ice: bool = False) -> str:
             for r, row in zip(result.row_indices, flat):
                 part[f"ice_row_{int(r)}"] = row
         frames.append(pd.DataFrame(part))
-    buf = _io.StringIO()
-    pd.concat(frames, ignore_index=True).to_csv(buf, index=False)
-    return buf.getvalue()
+    return csv_text(pd.concat(frames, ignore_index=True), index=False)

@@ -13,23 +13,25 @@ import plotly.graph_objects as go
 from explainers.errors import param_error
 from explainers.shap import ShapResult
 
+from dashboard.safe_text import plot, plot_values
+
 from .style import FONT, MISSING, NEGATIVE, PALETTE, POSITIVE, VALUE_SCALE, fmt_value
 
 
 # -------------------------------------------------------------------- helpers
 def _one_output(result: ShapResult, class_index: int | None, func: str) -> tuple[ShapResult, str]:
-    """The result for one output, and a label for titles.
+    """The result for one output, and a label for titles (escaped for Plotly).
 
     With several outputs and no class_index, the positive class of a binary
     model (index 1) or the first class otherwise is shown.
     """
     if result.n_outputs == 1:
         result._check_class(class_index, func)
-        return result, result.output_names[0] if result.output_names else ""
+        return result, plot(result.output_names[0]) if result.output_names else ""
     k = result._check_class(class_index, func)
     if k is None:
         k = 1 if result.n_outputs == 2 else 0
-    return result.select(k), result.output_names[k]
+    return result.select(k), plot(result.output_names[k])
 
 
 def _check_max_display(max_display, func: str, least: int) -> None:
@@ -39,12 +41,14 @@ def _check_max_display(max_display, func: str, least: int) -> None:
 
 def _one_row(result: ShapResult, row: int, class_index: int | None, max_display, func: str, *,
              min_display: int):
-    """One row of one output, checked: (res, label, i, phi, missing, base, pred, values, names)."""
+    """One row of one output, checked: (res, label, i, phi, missing, base, pred, values, names).
+
+    ``label`` and ``names`` are escaped for Plotly (user text)."""
     res, label = _one_output(result, class_index, func)
     i = res._check_row(row, func)
     _check_max_display(max_display, func, min_display)
     return (res, label, i, res.values[i], res.missing[i], float(res.base_values[i]),
-            float(res.predictions[i]), res.data.iloc[i], res.feature_names)
+            float(res.predictions[i]), res.data.iloc[i], [plot(n) for n in res.feature_names])
 
 
 def _layout(fig: go.Figure, title: str, xtitle: str, height: int) -> go.Figure:
@@ -271,7 +275,7 @@ def _beeswarm_points(res: ShapResult, top: np.ndarray, random_state: int):
         cs.append(scaled[keep])
         rows.append(keep)
         feats.append(np.full(len(keep), j))
-        texts += [f"<b>{res.feature_names[j]}</b> = {fmt_value(col.iloc[r])}<br>SHAP value: {res.values[r, j]:+.4g}<br>row {r}" for r in keep]
+        texts += [f"<b>{plot(res.feature_names[j])}</b> = {fmt_value(col.iloc[r])}<br>SHAP value: {res.values[r, j]:+.4g}<br>row {r}" for r in keep]
     x = np.concatenate(xs) if xs else np.array([])
     y = np.concatenate(ys) if ys else np.array([])
     c = np.concatenate(cs) if cs else np.array([])
@@ -331,7 +335,7 @@ def beeswarm_figure(
     )
     fig.add_vline(x=0, line=dict(color="#777777", width=1))
     fig.update_yaxes(
-        tickvals=list(range(n_feat)), ticktext=[res.feature_names[j] for j in top][::-1],
+        tickvals=list(range(n_feat)), ticktext=[plot(res.feature_names[j]) for j in top][::-1],
         range=[-0.7, n_feat - 0.3], automargin=True, showgrid=False,
     )
     title = f"SHAP values per feature ({_output_title(res, label)}), {res.n_rows} rows"
@@ -344,11 +348,11 @@ def _mean_abs_stacked(result: ShapResult, max_display: int) -> go.Figure:
     imp = result.mean_abs()  # (p, k)
     order = np.argsort(-imp.sum(axis=1), kind="stable")[:max_display][::-1]
     fig = go.Figure()
-    for k, name in enumerate(result.output_names):
+    for k, name in enumerate(plot(n) for n in result.output_names):
         fig.add_trace(
             go.Bar(
-                x=imp[order, k], y=[result.feature_names[j] for j in order], orientation="h",
-                name=str(name), marker_color=PALETTE[k % len(PALETTE)],
+                x=imp[order, k], y=[plot(result.feature_names[j]) for j in order], orientation="h",
+                name=name, marker_color=PALETTE[k % len(PALETTE)],
                 hovertemplate=f"<b>%{{y}}</b><br>class {name}: %{{x:.4g}}<extra></extra>",
             )
         )
@@ -382,7 +386,7 @@ def mean_abs_figure(
     order = np.argsort(-imp, kind="stable")[:max_display][::-1]
     fig = go.Figure(
         go.Bar(
-            x=imp[order], y=[res.feature_names[j] for j in order], orientation="h",
+            x=imp[order], y=[plot(res.feature_names[j]) for j in order], orientation="h",
             marker_color=NEGATIVE, text=[f"{v:.3g}" for v in imp[order]], textposition="outside",
             cliponaxis=False, hovertemplate="<b>%{y}</b><br>mean |SHAP|: %{x:.4g}<extra></extra>",
         )
@@ -424,12 +428,12 @@ def dependence_figure(
     keep = np.flatnonzero(~res.missing[:, j])
     xv = res.data.iloc[keep, j]
     yv = res.values[keep, j]
-    name = res.feature_names[j]
+    name = plot(res.feature_names[j])
     marker = dict(color=NEGATIVE, size=7, opacity=0.8)
     hover = [f"<b>{name}</b> = {fmt_value(a)}<br>SHAP value: {b:+.4g}<br>row {r}" for a, b, r in zip(xv, yv, keep)]
     if color_by is not None:
         c = res.feature_index(color_by)
-        cname = res.feature_names[c]
+        cname = plot(res.feature_names[c])
         scaled = _scaled_colour(res.data.iloc[:, c])[keep]
         marker = dict(
             color=np.where(np.isnan(scaled), 0.5, scaled), colorscale=VALUE_SCALE, cmin=0, cmax=1, size=7,
@@ -438,7 +442,8 @@ def dependence_figure(
         hover = [h + f"<br>{cname} = {fmt_value(res.data.iloc[r, c])}" for h, r in zip(hover, keep)]
     fig = go.Figure(
         go.Scattergl(
-            x=xv.to_numpy(), y=yv, mode="markers", marker=marker, customdata=keep,
+            x=xv.to_numpy() if pd.api.types.is_numeric_dtype(xv) else plot_values(xv), y=yv, mode="markers",
+            marker=marker, customdata=keep,
             hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name=name,
         )
     )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dashboard.safe_text import plot
+
 #: Okabe-Ito palette (colour-blind safe): one colour per class, method or category
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=14, color="#222222")
@@ -28,7 +30,8 @@ VALUE_SCALE = [[0.0, NEGATIVE], [0.5, "#DDDDDD"], [1.0, POSITIVE]]
 
 
 def fmt_value(v) -> str:
-    """A data value for hover text and labels: numbers to 4 significant digits, NaN as NA."""
+    """A data value for hover text and labels: numbers to 4 significant digits, NaN as NA,
+    text escaped for Plotly (shown as typed, never as HTML)."""
     if isinstance(v, (float, np.floating)):
         return "NA" if np.isnan(v) else f"{v:.4g}"
-    return str(v)
+    return plot(v)

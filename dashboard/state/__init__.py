@@ -4,12 +4,18 @@ Pages never compute: they ask :func:`current` for the active model context and
 call the cached functions re-exported here (``state.pdp(...)``). Where things live:
 
 - :mod:`.session`: session-state and widget keys, page widgets kept across pages,
-  URL query parameters, the trust flag, the class pick, valid choices
+  URL query parameters, the operator's trust flag and batch folders, the class pick,
+  valid choices
 - :mod:`.context`: :class:`ModelContext`, loading demos and uploads, model options,
   the Model page's callbacks and summaries, exceptions turned into messages
 - :mod:`.cache`: :class:`ResultCache` and the one process-wide :func:`result_cache`
 - :mod:`.compute`: the cached computations the pages call (PDP/ALE, SHAP,
-  importance, the report) and the progress bar
+  precomputed batch runs inside the operator's folders, importance, the report)
+  and the progress bar
+
+User text reaches the page through :mod:`dashboard.safe_text` (``md`` for Markdown,
+``plot`` for figures, ``csv_text`` for downloads); the server settings are checked by
+:mod:`dashboard.server` before anything else runs.
 - :mod:`.warmup`: compiling the numba kernels in the background, once per process
 
 Module-level state (``cache._RESULTS``, ``warmup._WARM``) lives in its submodule;
@@ -17,6 +23,7 @@ patch it there, not here.
 """
 from .cache import ResultCache, result_cache
 from .compute import (
+    BATCH_REFUSED,
     IMPORTANCE_METHODS,
     PDP_MAX_ROWS,
     SHAP_METHODS,
@@ -24,6 +31,7 @@ from .compute import (
     additivity_line,
     ale,
     background,
+    batch_folder,
     comparison,
     explain_edited,
     explain_row,
@@ -58,6 +66,8 @@ from .context import (
 )
 from .session import (
     ACTIVE,
+    BATCH_ROOT_FLAG,
+    BATCH_ROOTS_ENV,
     CLASS_INDEX,
     DATA_FILE,
     DEFAULT_DEMO,
@@ -73,6 +83,7 @@ from .session import (
     UPLOADED,
     URL_KEYS,
     apply_url,
+    batch_roots,
     class_index,
     init_session,
     keep_page_widgets,

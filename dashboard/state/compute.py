@@ -7,6 +7,7 @@ fingerprints plus every setting. Long results (with a progress bar) go through
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from explainers import ExplainerError
 
 from .cache import result_cache
 from .context import ModelContext, error_message, feature_summary
-from .session import pdp_class, shap_class
+from .session import batch_roots, pdp_class, shap_class
 
 
 # ----------------------------------------------------------------- data rows
@@ -199,28 +200,68 @@ def output_label(res, class_index: int | None) -> str:
     return {"proba": f"P({name})", "log_odds": f"log-odds({name})"}.get(res.output, f"{res.output}({name})")
 
 
+#: the one answer for every path that cannot be opened: outside the allowed folders,
+#: missing, or a file. It never says which, so the page cannot probe the server's files.
+BATCH_REFUSED = (
+    "No batch run can be opened from this path. Give the --out folder of a finished "
+    "`python -m explainers batch` run inside the folders this server allows for batch runs."
+)
+
+
+def batch_folder(folder: str, roots: list[str]) -> str:
+    """The real path of ``folder`` when it is an existing folder inside one of ``roots``.
+
+    Symlinks and ``..`` are resolved first (os.path.realpath), then the folder
+    must lie inside a root (whole path components compared). A relative path
+    is taken inside each root in turn. Anything else raises ExplainerError with
+    :data:`BATCH_REFUSED`, the same message whether the path is outside, missing
+    or a file.
+    """
+    try:
+        text = os.path.expanduser(str(folder).strip())
+        if not text or "\x00" in text:
+            raise ValueError(folder)
+        candidates = [text] if os.path.isabs(text) else [os.path.join(root, text) for root in roots]
+        for candidate in candidates:
+            real = os.path.realpath(candidate)
+            # inside first: nothing about a path outside the roots is looked up
+            if any(_inside(real, root) for root in roots) and os.path.isdir(real):
+                return real
+    except (OSError, ValueError):
+        pass
+    raise ExplainerError(BATCH_REFUSED)
+
+
+def _inside(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or below it, comparing whole path components (both resolved)."""
+    return Path(os.path.normcase(path)).is_relative_to(Path(os.path.normcase(root)))
+
+
 def precomputed_attributions(ctx: ModelContext, folder: str, n_rows: int):
     """A seeded sample of a finished ``python -m explainers batch`` run, and whether it is this model's.
 
-    Returns (ShapResult, same_model). Raises ExplainerError when the folder
-    holds no finished run.
+    Only folders inside the operator's batch roots (:func:`~.session.batch_roots`)
+    are opened. Returns (ShapResult, same_model). Raises ExplainerError with
+    :data:`BATCH_REFUSED` for a path outside the roots (or missing, or a file),
+    and the batch reader's own message for a folder inside them that holds no
+    finished run.
     """
     from explainers.batch import MANIFEST, load_attributions
 
-    path = Path(folder).expanduser()
-    manifest = path / MANIFEST if path.is_dir() else path
-    if not manifest.is_file():
-        raise ExplainerError(
-            f"{folder!r} holds no batch run: give the --out folder of "
-            "`python -m explainers batch` (it contains _manifest.json)."
-        )
-    stamp = manifest.stat().st_mtime_ns
-    res = result_cache().get_or_compute(
-        ("precomputed", str(path.resolve()), stamp, n_rows),
-        lambda: load_attributions(path, sample=n_rows))
+    path = batch_folder(folder, batch_roots())
+    manifest = Path(path) / MANIFEST
+    try:
+        stamp = manifest.stat().st_mtime_ns
+    except OSError:
+        stamp = None
+    if stamp is None:  # no run here: the reader says what is wrong
+        res = load_attributions(path, sample=n_rows)
+    else:
+        res = result_cache().get_or_compute(("precomputed", path, stamp, n_rows),
+                                            lambda: load_attributions(path, sample=n_rows))
     try:
         sha = json.loads(manifest.read_text()).get("model", {}).get("sha256")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         sha = None
     return res, sha == ctx.model_key
 

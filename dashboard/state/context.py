@@ -16,6 +16,8 @@ import explainers
 from demo_models import build as demo_build
 from explainers import ExplainerError, ModelAdapter
 
+from dashboard.safe_text import md
+
 from .cache import result_cache
 from .session import (ACTIVE, DATA_FILE, DEFAULT_DEMO, DEMO_PICK, LAST_ERROR, MODEL_FILE, NO_TARGET,
                       TARGET_COL, UPLOAD, UPLOADED, pickles_trusted)
@@ -171,7 +173,8 @@ def error_message(exc: BaseException) -> str:
 
 
 def show_error(exc: BaseException) -> None:
-    st.error(error_message(exc), icon=":material/error:")
+    """The exception's sentence as an error box; any user text in it (names, values) shown literally."""
+    st.error(md(error_message(exc)), icon=":material/error:")
 
 
 # ------------------------------------------------------------ upload actions

@@ -2,6 +2,7 @@
 import streamlit as st
 
 from dashboard import figures, state
+from dashboard.safe_text import csv_text, file_name, md
 
 ctx = state.current()
 st.title("Which features matter?")
@@ -20,16 +21,21 @@ bar = st.progress(0.0, text="Computing importances…")
 results, skipped = state.importances(ctx, methods, int(n_repeats), int(max_rows), bar)
 bar.empty()
 for label, reason in skipped:
-    st.caption(f"**{label}** not shown: {reason}")
+    st.caption(f"**{md(label)}** not shown: {md(reason)}")
 if not results:
     st.warning("No importance method applies to this model and data; see the reasons above.")
     st.stop()
 
 for r in results:
-    st.markdown(f"- **{r.label}** — {r.description}")
+    st.markdown(f"- **{md(r.label)}** — {md(r.description)}")
 
+comp = None
 if len(results) >= 2:
-    comp = state.comparison(ctx.model_key, ctx.data_key, tuple(r.label for r in results), results, ctx.X)
+    try:
+        comp = state.comparison(ctx.model_key, ctx.data_key, tuple(r.label for r in results), results, ctx.X)
+    except Exception as exc:  # e.g. MDI of a Pipeline names the encoded columns, not the data's
+        state.show_error(exc)
+if comp is not None:
     state.valid_choice("imp_sort", ["mean of methods"] + comp.methods)
     sort_by = st.selectbox("Sort by", ["mean of methods"] + comp.methods, key="imp_sort")
     st.plotly_chart(figures.importance_bars_figure(comp, sort_by=None if sort_by == "mean of methods" else sort_by),
@@ -38,18 +44,21 @@ if len(results) >= 2:
     with left:
         st.subheader("Shares and ranks")
         st.dataframe(comp.table, width="stretch")
-        st.download_button("Download the table (CSV)", comp.table.to_csv().encode(),
-                           file_name=f"importance_{ctx.name}.csv", mime="text/csv")
+        st.download_button("Download the table (CSV)", csv_text(comp.table).encode(),
+                           file_name=file_name(f"importance_{ctx.name}.csv"), mime="text/csv")
     with right:
         kind = st.radio("Rank agreement", ["spearman", "kendall"], horizontal=True, key="imp_agree")
         st.plotly_chart(figures.agreement_heatmap_figure(comp, kind=kind), key="imp_heat")
     if len(comp.flags):
         st.subheader("Where the methods disagree")
         for _, f in comp.flags.iterrows():
-            st.markdown(f"- **{f['feature']}** ({f['reason'].replace('_', ' ')}): {f['detail']}")
+            st.markdown(f"- **{md(f['feature'])}** ({md(f['reason'].replace('_', ' '))}): {md(f['detail'])}")
     for note in comp.notes:
-        st.caption(note)
-else:
-    st.plotly_chart(figures.importance_bars_figure(results[0]), key="imp_bars")
-    st.download_button("Download (CSV)", results[0].to_frame().to_csv().encode(),
-                       file_name=f"importance_{ctx.name}.csv", mime="text/csv")
+        st.caption(md(note))
+else:  # one method, or methods that cannot be compared: each on its own
+    for i, r in enumerate(results):
+        st.plotly_chart(figures.importance_bars_figure(r, title=None if len(results) == 1 else r.label),
+                        key="imp_bars" if i == 0 else f"imp_bars_{i}")
+        st.download_button("Download (CSV)" if len(results) == 1 else f"Download {md(r.label)} (CSV)",
+                           csv_text(r.to_frame()).encode(), key=f"imp_csv_{i}", mime="text/csv",
+                           file_name=file_name(f"importance_{ctx.name}" + ("" if i == 0 else f"_{r.method}") + ".csv"))

@@ -2,18 +2,19 @@
 import streamlit as st
 
 from dashboard import state
+from dashboard.safe_text import code, md
 
 ctx = state.current()
-st.title(ctx.title)
-st.caption(ctx.card.get("description", ""))
+st.title(md(ctx.title), anchor=False)
+st.caption(md(ctx.card.get("description", "")))
 
-st.markdown(f"**Model:** `{ctx.card.get('model_type', '')}`")
+st.markdown(f"**Model:** {code(ctx.card.get('model_type', ''))}")
 cols = st.columns(3)
 cols[0].metric("Task", ctx.task)
 cols[1].metric("Rows", f"{len(ctx.X):,}")
 cols[2].metric("Features", ctx.X.shape[1])
 if ctx.classes is not None:
-    st.markdown("**Classes:** " + ", ".join(f"`{c}`" for c in ctx.classes))
+    st.markdown("**Classes:** " + ", ".join(code(c) for c in ctx.classes))
 metric = ctx.card.get("metric")
 if metric:
     st.markdown(f"**{metric['name']}:** {metric['value']:.3f}"
@@ -26,7 +27,7 @@ elif ctx.y is not None:
 else:
     st.caption("No target column was given, so no score is shown.")
 for notice in ctx.notices:
-    st.info(notice, icon=":material/info:")
+    st.info(md(notice), icon=":material/info:")
 
 st.subheader("Features")
 st.dataframe(state.feature_summary(ctx.data_key, ctx.X), hide_index=True, width="stretch")
@@ -56,5 +57,5 @@ with right:
                  help="Split off the true values, for scores and importance.")
     st.button("Load model and data", type="primary", on_click=state.on_load_upload)
     if st.session_state.get(state.LAST_ERROR):
-        st.error(st.session_state[state.LAST_ERROR], icon=":material/error:")
-        st.caption(f"Still showing: {ctx.title}")
+        st.error(md(st.session_state[state.LAST_ERROR]), icon=":material/error:")
+        st.caption(f"Still showing: {md(ctx.title)}")

@@ -2,6 +2,7 @@
 import streamlit as st
 
 from dashboard import figures, state
+from dashboard.safe_text import file_name
 
 ctx = state.current()
 st.title("How does the prediction move with a feature?")
@@ -79,4 +80,5 @@ else:
 st.caption(f"Method: {res.method}; {len(res.row_indices):,} rows behind each point.")
 # the CSV is built when the button is clicked, not on every run of the page; a click does not rerun it
 st.download_button("Download the values (CSV)", lambda: figures.pdp_to_csv(res, include_ice=not two_d).encode(),
-                   file_name=f"pdp_{ctx.name}_{'_'.join(features)}.csv", mime="text/csv", on_click="ignore")
+                   file_name=file_name(f"pdp_{ctx.name}_{'_'.join(features)}.csv"), mime="text/csv",
+                   on_click="ignore")

@@ -2,6 +2,7 @@
 import streamlit as st
 
 from dashboard import state
+from dashboard.safe_text import file_name, md
 
 ctx = state.current()
 st.title("Share a report")
@@ -14,7 +15,7 @@ row = int(st.session_state.get("shap_row", 0))
 row = row if 0 <= row < len(ctx.X) else 0
 c1, c2, c3, c4 = st.columns(4)
 want_summary = c1.checkbox("Model summary", True, key="rep_summary")
-want_pdp = c2.checkbox(f"PDP / ICE of {feature}", True, key="rep_pdp")
+want_pdp = c2.checkbox(f"PDP / ICE of {md(feature)}", True, key="rep_pdp")
 want_shap = c3.checkbox(f"SHAP waterfall of row {row}", True, key="rep_shap")
 want_imp = c4.checkbox("Importance comparison", True, key="rep_imp")
 
@@ -27,5 +28,6 @@ except Exception as exc:
     st.stop()
 bar.empty()
 st.download_button("Download the report (HTML)", html_doc.encode("utf-8"), type="primary",
-                   file_name=f"glassbox_report_{ctx.name}.html", mime="text/html", key="rep_download")
+                   file_name=file_name(f"glassbox_report_{ctx.name}.html"), mime="text/html",
+                   key="rep_download")
 st.caption(f"{n_sections} section(s), {len(html_doc) / 1e6:.1f} MB (plotly.js is included once).")

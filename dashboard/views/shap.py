@@ -2,6 +2,7 @@
 import streamlit as st
 
 from dashboard import figures, state
+from dashboard.safe_text import code, csv_text, file_name, md
 
 ctx = state.current()
 st.title("Why this prediction?")
@@ -41,17 +42,24 @@ st.plotly_chart(draw(res, 0, class_index=ci, max_display=12), key="shap_local")
 st.markdown(f"**{state.additivity_line(res, 0, ci)}**")
 if masked:
     pick = (lambda a: a[0]) if ci is None else (lambda a: a[0, ci])
-    st.markdown(f"Full prediction f(x) = {pick(full.predictions):.6g} · with {', '.join(masked)} missing: "
+    st.markdown(f"Full prediction f(x) = {pick(full.predictions):.6g} · with {md(', '.join(masked))} missing: "
                 f"f_S(x_S) = {pick(res.predictions):.6g}")
-st.caption(f"Method: {res.method} ({res.params.get('reason', '')}); output: {res.output}.")
-st.download_button("Download this row's attributions (CSV)", res.to_csv().encode(),
-                   file_name=f"shap_{ctx.name}_row{row}.csv", mime="text/csv")
+st.caption(f"Method: {res.method} ({md(res.params.get('reason', ''))}); output: {res.output}.")
+st.download_button("Download this row's attributions (CSV)", csv_text(res.to_frame(), index=False).encode(),
+                   file_name=file_name(f"shap_{ctx.name}_row{row}.csv"), mime="text/csv")
 
 st.divider()
 st.subheader("Across many rows")
-source = st.radio("Attributions from", ["a sample of the data", "a precomputed batch run"], horizontal=True,
-                  key="shap_source", help="A batch run (`python -m explainers batch --out FOLDER`) covers "
-                  "every row of a large file; the page shows a seeded sample of it.")
+roots = state.batch_roots()  # the operator's folders for batch runs; none: the option is off
+if roots:
+    source = st.radio("Attributions from", ["a sample of the data", "a precomputed batch run"], horizontal=True,
+                      key="shap_source", help="A batch run (`python -m explainers batch --out FOLDER`) covers "
+                      "every row of a large file; the page shows a seeded sample of it.")
+else:
+    source = "a sample of the data"
+    st.caption("Attributions from a precomputed batch run are off on this server: the operator turns them "
+               f"on by naming the folders they may be read from, with `-- {state.BATCH_ROOT_FLAG} FOLDER` "
+               f"at start (repeatable) or `{state.BATCH_ROOTS_ENV}`.")
 g1, g2 = st.columns(2)
 n_rows = int(g1.number_input("Rows in the sample", 10, 20_000, 1_000 if state.shap_is_fast(ctx) else 30,
                              step=10, key="shap_n"))
@@ -61,7 +69,9 @@ if source == "a sample of the data":
                           "tree and linear models, longer for exact and kernel SHAP.")
 else:
     folder = g2.text_input("Batch output folder on this server", key="shap_batch_dir",
-                           placeholder="e.g. /data/shap_out")
+                           placeholder=f"e.g. {roots[0]}/shap_out",
+                           help="The --out folder of a finished batch run, inside "
+                                + " or ".join(code(r) for r in roots) + ".")
     show = bool(folder)
 if show:
     bar = st.progress(0.0, text="Explaining the sample…")
@@ -90,5 +100,5 @@ if show:
     colour = d2.selectbox("Coloured by", ["(none)"] + list(glob.feature_names), key="shap_dep_col")
     st.plotly_chart(figures.dependence_figure(glob, feat, None if colour == "(none)" else colour,
                                               class_index=gci), key="shap_dependence")
-    st.download_button("Download the sample's attributions (CSV)", glob.to_csv().encode(),
-                       file_name=f"shap_{ctx.name}_sample.csv", mime="text/csv")
+    st.download_button("Download the sample's attributions (CSV)", csv_text(glob.to_frame(), index=False).encode(),
+                       file_name=file_name(f"shap_{ctx.name}_sample.csv"), mime="text/csv")

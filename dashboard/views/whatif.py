@@ -3,6 +3,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import figures, state
+from dashboard.safe_text import md
 
 ctx = state.current()
 st.title("What if?")
@@ -27,11 +28,11 @@ with st.expander("Feature values", expanded=True):
             lo, hi = float(np.nanmin(series)), float(np.nanmax(series))
             start = float(original[col]) if not np.isnan(original[col]) else float(np.nanmedian(series))
             step = float(10 ** np.floor(np.log10((hi - lo) / 100))) if hi > lo else 1.0
-            edited[col] = box.number_input(col, min_value=lo, max_value=hi, value=min(max(start, lo), hi),
+            edited[col] = box.number_input(md(col), min_value=lo, max_value=hi, value=min(max(start, lo), hi),
                                            step=step, key=f"whatif_{col}", format="%g")
         else:
             options = list(series.dropna().unique())
-            edited[col] = box.selectbox(col, options, index=options.index(original[col])
+            edited[col] = box.selectbox(md(col), options, index=options.index(original[col])
                                         if original[col] in options else 0, key=f"whatif_{col}")
 state.valid_choices("whatif_mask", list(ctx.X.columns))
 missing = st.multiselect("Treat as missing", list(ctx.X.columns), key="whatif_mask")
@@ -47,13 +48,13 @@ pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
 label = state.output_label(after, ci)
 changed = [c for c in ctx.X.columns if edited[c] != original[c]]
 m1, m2, m3 = st.columns(3)
-m1.metric(f"Original {label}", f"{pick(before.predictions):.4g}")
-m2.metric(f"Edited {label}", f"{pick(after.predictions):.4g}",
+m1.metric(f"Original {md(label)}", f"{pick(before.predictions):.4g}")
+m2.metric(f"Edited {md(label)}", f"{pick(after.predictions):.4g}",
           delta=f"{pick(after.predictions) - pick(before.predictions):+.4g}")
 m3.metric("Features changed", len(changed))
 if changed:
-    st.caption("Changed: " + ", ".join(f"{c}: {original[c]:g} → {edited[c]:g}" if isinstance(edited[c], float)
-                                       else f"{c}: {original[c]} → {edited[c]}" for c in changed))
+    st.caption("Changed: " + ", ".join(f"{md(c)}: {original[c]:g} → {edited[c]:g}" if isinstance(edited[c], float)
+                                       else f"{md(c)}: {md(original[c])} → {md(edited[c])}" for c in changed))
 left, right = st.columns(2)
 left.plotly_chart(figures.waterfall_figure(before, 0, class_index=ci, max_display=10), key="whatif_before")
 right.plotly_chart(figures.waterfall_figure(after, 0, class_index=ci, max_display=10), key="whatif_after")
