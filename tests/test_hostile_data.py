@@ -64,7 +64,8 @@ PROBE = """
         except InvalidDataError as exc:
             out[step] = str(exc)
         out[step + '_seconds'] = time.perf_counter() - t
-    out['peak_mb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not ru_maxrss: ru_maxrss keeps the parent's (pytest's) peak across vfork + exec
+    out['peak_mb'] = int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]) / 1024
     print(json.dumps(out))
 """
 
