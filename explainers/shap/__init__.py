@@ -3,11 +3,14 @@
 ``LinearShap`` (closed form), ``ExactShap`` (the definition, all coalitions),
 ``KernelShap`` (weighted least squares over sampled coalitions) and, once
 ``tree.py`` exists, ``TreeShap``; :func:`explain` picks one and records why.
+``TreeShap.interactions`` and ``ExactShap.interactions`` give SHAP interaction
+values (:class:`ShapInteractionResult`, see :mod:`.interactions`).
 Every explainer returns a :class:`ShapResult` with the same fields, supports
 missing-feature masks, and satisfies base + sum(values) == prediction.
 """
 from .auto import EXPLAINERS, choose_method, explain, register_explainer
 from .exact import MAX_EXACT_EVALS, ExactShap
+from .interactions import ShapInteractionResult
 from .kernel import KernelShap
 from .linear import LinearShap, is_linear_model
 from .result import ShapResult
@@ -18,6 +21,7 @@ __all__ = [
     "KernelShap",
     "explain",
     "ShapResult",
+    "ShapInteractionResult",
     "EXPLAINERS",
     "MAX_EXACT_EVALS",
     "choose_method",

@@ -179,3 +179,33 @@ class ExactShap(BackgroundExplainer):
         """
         seed = check_random_state(random_state, "ExactShap.explain")
         return self._run(X, missing, nan_is_missing, progress, seed)
+
+    def interactions(
+        self,
+        X,
+        missing=None,
+        *,
+        nan_is_missing: bool = True,
+        progress: Progress | None = None,
+        random_state: int | None = 0,
+    ):
+        """SHAP interaction values of the interventional game, from all coalitions.
+
+        Parameters are those of :meth:`explain`. For at most 16 present features
+        (and 2**features x n_background <= ``max_evals``).
+
+        Returns
+        -------
+        ShapInteractionResult
+            ``values`` of shape (n_rows, n_features, n_features[, n_outputs]);
+            each matrix row sums to ``explain(X, missing).values``.
+
+        Raises
+        ------
+        InvalidParameterError
+            For too many features: use ``TreeShap(model).interactions`` for tree models.
+        """
+        from .interactions import exact_interactions
+
+        return exact_interactions(self, X, missing, nan_is_missing=nan_is_missing,
+                                  progress=progress, random_state=random_state)

@@ -551,6 +551,38 @@ class TreeShap:
             params=params,
         )
 
+    def interactions(
+        self,
+        X,
+        missing=None,
+        *,
+        nan_is_missing: bool = True,
+        progress: Progress | None = None,
+        random_state: int | None = 0,
+    ):
+        """SHAP interaction values of rows of X (Lundberg et al. 2020), exact.
+
+        Parameters are those of :meth:`explain`. Off the diagonal, ``values[r, i, j]``
+        is half the Shapley interaction index of features i and j in this
+        explainer's game (path-dependent or interventional); the diagonal holds
+        what is left of each SHAP value, so each matrix row sums to
+        ``explain(X, missing).values``. Missing features have zero rows and columns.
+
+        Returns
+        -------
+        ShapInteractionResult
+            ``values`` of shape (n_rows, n_features, n_features), or
+            (n_rows, n_features, n_features, n_outputs) for several outputs.
+
+        See Also
+        --------
+        explainers.shap.interactions : the algorithm (compiled leaf tables).
+        """
+        from .interactions import tree_interactions
+
+        return tree_interactions(self, X, missing, nan_is_missing=nan_is_missing,
+                                 progress=progress, random_state=random_state)
+
 
 def _numeric(frame: pd.DataFrame, what: str) -> np.ndarray:
     try:
