@@ -24,10 +24,12 @@ if problem := server.exposure_problem():
     st.error(problem, icon=":material/block:")
     st.stop()
 
-from dashboard import state  # noqa: E402
+from dashboard import messages, state  # noqa: E402
 from dashboard.safe_text import md  # noqa: E402
+from dashboard.state import session  # noqa: E402
 
 state.init_session()
+session.note_chosen_files()  # before the page: the uploaders' files survive a page switch
 state.quiet_restored_widgets()
 state.keep_page_widgets()
 state.apply_url()
@@ -39,7 +41,8 @@ PAGES_DIR = Path(__file__).resolve().parent / "views"
 # without this entry script or shows "Page not found".
 SECTIONS = {
     "Model": [("model.py", "Model", ":material/deployed_code:", "overview")],
-    "Effects": [("pdp.py", "PDP / ICE / ALE", ":material/show_chart:", "effects")],
+    "Effects": [("pdp.py", "PDP / ICE / ALE", ":material/show_chart:", "effects"),
+                ("interactions.py", "Interactions", ":material/hub:", "interactions")],
     "Attribution": [("shap.py", "SHAP", ":material/waterfall_chart:", "attribution"),
                     ("whatif.py", "What if?", ":material/tune:", "what-if")],
     "Importance": [("importance.py", "Importance", ":material/leaderboard:", "importance-comparison")],
@@ -61,7 +64,7 @@ with st.sidebar:
     try:
         options = state.model_options()
     except Exception as exc:  # the demo build failed: say so, keep the page alive
-        state.show_error(exc)
+        st.error(md(messages.for_page(exc)), icon=":material/error:")
         st.stop()
     keys = list(options)
     if st.session_state[state.ACTIVE] not in keys:
@@ -73,7 +76,7 @@ with st.sidebar:
     try:
         ctx = state.current()
     except Exception as exc:
-        state.show_error(exc)
+        st.error(md(messages.for_page(exc)), icon=":material/error:")
         st.stop()
     if ctx.classes is not None:
         state.valid_choice(state.CLASS_INDEX, ctx.classes)
@@ -87,6 +90,40 @@ with st.sidebar:
     if state.pickles_trusted():
         st.warning("Pickle/joblib uploads are **allowed** on this server (started with "
                    "--trust-pickles): only upload files you trust.", icon=":material/warning:")
+
+
+def _model_line(ctx) -> str:
+    """'Model: <title> (demo)': which model every page shows, at the top of every page."""
+    from demo_models import build as demo_build
+
+    if ctx.name == state.UPLOADED:
+        up = st.session_state.get(state.UPLOAD) or {}
+        return (f"Model: **{md(up.get('model_name', ctx.title))}** with data **{md(up.get('data_name', ''))}** "
+                "(uploaded)")
+    kind = "demo" if ctx.name in demo_build.DEMO_NAMES else "served"
+    return f"Model: **{md(ctx.title)}** ({kind})"
+
+
+def _waiting_line(waiting: dict, on_model_page: bool) -> str:
+    """What an upload chosen but not loaded needs, naming the button (and the page) to press."""
+    where = "below" if on_model_page else "on the Model page"
+    names = waiting["names"]
+    files = " and ".join(f"**{md(n)}**" for n in names)
+    text = (f"An upload is waiting: {files} {'are' if len(names) > 1 else 'is'} chosen but not loaded, "
+            "so the pages still show the model above. ")
+    if waiting["need"]:
+        text += f"Choose {'a model file' if waiting['need'] == ['model'] else 'a data file'} too, then "
+        return text + f"press **Load model and data** {where}."
+    return text + f"Press **Load model and data** {where}."
+
+
+# the top of every page: which model it shows, and an upload still waiting to be loaded. One
+# container whatever it holds, so the page's own elements keep their places (a notice that comes
+# and goes would shift them all, and the browser would redraw the uploaders mid-upload)
+with st.container():
+    st.caption(_model_line(ctx))
+    if (waiting := session.waiting_upload()) is not None:
+        st.warning(_waiting_line(waiting, on_model_page=page.title == "Model"), icon=":material/upload_file:")
 
 page.run()
 # after the page is drawn, so the first page of a fresh server does not share the CPU with it

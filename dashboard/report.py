@@ -35,7 +35,20 @@ class Section:
     table: pd.DataFrame | None = None
 
 
-def build_report(title: str, summary: dict, sections: list[Section]) -> str:
+@dataclass(frozen=True)
+class Built:
+    """A report ready to download, and what the page says about it before the download."""
+
+    html: str
+    #: (heading, what it shows) of every part, in the report's order: the page's preview
+    outline: tuple = ()
+    #: one sentence per ticked part that was left out, saying why (also listed in the report)
+    notices: tuple = ()
+    #: number of sections with a figure or a table
+    n_sections: int = 0
+
+
+def build_report(title: str, summary: dict, sections: list[Section], notices: list[str] | tuple = ()) -> str:
     """Return the report as one HTML document.
 
     Parameters
@@ -44,6 +57,8 @@ def build_report(title: str, summary: dict, sections: list[Section]) -> str:
     summary : dict
         Label -> value lines for the model summary at the top.
     sections : list of Section
+    notices : list of str, default=()
+        Parts asked for but left out, each with the reason: listed under the summary.
 
     Returns
     -------
@@ -58,6 +73,9 @@ def build_report(title: str, summary: dict, sections: list[Section]) -> str:
         "<dl>" + "".join(f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))}</dd>"
                          for k, v in summary.items()) + "</dl>",
     ]
+    if notices:
+        parts.append("<p class='caption'>Left out of this report:</p><ul class='caption'>"
+                     + "".join(f"<li>{html.escape(str(n))}</li>" for n in notices) + "</ul>")
     plotly_js_included = False
     for sec in sections:
         parts.append(f"<h2>{html.escape(sec.heading)}</h2>")

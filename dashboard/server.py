@@ -23,7 +23,7 @@ from __future__ import annotations
 #: options Streamlit reads while it serves: re-applied at run time when left at Streamlit's default
 RUNTIME_SETTINGS = {
     "client.showErrorDetails": "none",  # no tracebacks or exception messages on the page
-    "client.toolbarMode": "minimal",
+    "client.toolbarMode": "viewer",  # shows the running indicator and its Stop button on every page
     "server.maxUploadSize": 100,  # MB per uploaded file
     "browser.gatherUsageStats": False,
 }

@@ -3,8 +3,9 @@
 ``python -m demo_models.build`` trains every demo model deterministically and
 saves, for each, a ``.skops`` model, its data as Parquet (training rows first,
 then the held-out rows; the card says how many are training rows) and a JSON
-card. Files go to ``demo_models/built/`` (gitignored) and are rebuilt when
-missing or when the library versions that wrote them change.
+card. Files go to ``demo_models/built/`` (gitignored; GLASSBOX_DEMO_DIR or a user
+cache folder instead when set, or when the package folder is read-only) and are
+rebuilt when missing or when the library versions that wrote them change.
 """
 from __future__ import annotations
 
@@ -25,7 +26,21 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-BUILD_DIR = Path(__file__).resolve().parent / "built"
+
+
+def _default_build_dir() -> Path:
+    """demo_models/built/ beside this file; GLASSBOX_DEMO_DIR when set; a user cache folder
+    when the package folder is read-only (an installed package in a system site-packages)."""
+    if os.environ.get("GLASSBOX_DEMO_DIR", "").strip():
+        return Path(os.environ["GLASSBOX_DEMO_DIR"]).expanduser()
+    here = Path(__file__).resolve().parent
+    if os.access(here, os.W_OK):
+        return here / "built"
+    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or Path.home() / ".cache"
+    return Path(cache) / "glassbox" / "demo_models"
+
+
+BUILD_DIR = _default_build_dir()
 #: bump when a demo's definition changes, so old builds are replaced
 BUILD_VERSION = 1
 _LIBS = ("numpy", "pandas", "sklearn", "skops", "pyarrow")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from typing import Sequence, TextIO
@@ -27,13 +28,56 @@ from .batch import (
 )
 from .errors import ExplainerError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "cli_message"]
 
 _EPILOG = (
     "An interrupted run (Ctrl-C, a killed job) keeps its finished parts: run the same command "
     "again to resume. One run at a time writes to an OUT folder; a second one fails at once. "
     "Exit status: 0 done, 2 bad input, options or a busy OUT, 130 interrupted."
 )
+
+
+# ------------------------------------------------------------------ messages
+#: the batch functions' parameters that are flags of this command (the rest are not offered here)
+_FLAGS = ("chunk_rows", "block_rows", "n_jobs", "background", "output", "class_index", "n_samples", "method",
+          "mode", "missing", "scoring", "n_repeats", "target", "random_state", "connect_timeout", "backend",
+          "scheduler", "model", "data", "out")
+_FLAG = "|".join(_FLAGS)
+#: what the library says in Python, and what the command line says instead
+_CLI_WORDING = [
+    # pickles: the library's own hint speaks of the dashboard's operator
+    (re.compile(r"ask the operator to start the dashboard with --trust-pickles\s*\(or GLASSBOX_TRUST_PICKLES=1\)"),
+     "add --trust-pickles to this command (or set GLASSBOX_TRUST_PICKLES=1)"),
+    (re.compile(r"when the operator allows pickles"), "with --trust-pickles"),
+    (re.compile(r"\btrusted=True\b"), "--trust-pickles"),
+    (re.compile(r"\.joblib/\.pkl if trusted"), ".joblib/.pkl with --trust-pickles"),
+    # "The 'chunk_rows' parameter of explain_file must be X. Got 0 instead."
+    (re.compile(rf"The '({_FLAG})' parameter of [\w.]+(?: with [^ ]+)? must be (.*?)\. Got (.*?) instead\.", re.S),
+     lambda m: f"--{m[1].replace('_', '-')} must be {m[2]}; got {m[3]}."),
+    # the explainers' advice about other methods
+    (re.compile(r"Use ExactShap or KernelShap, or explain\(method='auto'\)\."),
+     "Use --method exact or --method kernel, or --method auto."),
+    (re.compile(r"Use ExactShap or KernelShap(?:, which work for any model)?\."),
+     "Use --method exact or --method kernel, which work for any model."),
+    (re.compile(r"Use KernelShap \(sampled coalitions\) instead, or TreeShap for a tree model; or pass a smaller "
+                r"background, or raise max_evals\."),
+     "Use --method kernel (sampled coalitions) instead, or --method tree for a tree model; or a smaller --background."),
+    (re.compile(r"\buse KernelShap\b"), "use --method kernel"),
+    (re.compile(r"\bmax_evals=([\d,]+)"), r"the limit of \1"),
+    (re.compile(r"\bpermutation_importance\b(?: on held-out rows)?"), "the batch-importance command on held-out rows"),
+    (re.compile(r"\b(method|output|scoring|mode)='(\w+)'"), lambda m: f"--{m[1]} {m[2]}"),
+    (re.compile(rf"\b({_FLAG})=(\S+?)(?=[,;.)\s]|$)"), lambda m: f"--{m[1].replace('_', '-')} {m[2]}"),
+    (re.compile(rf"\bset ({_FLAG}) too"), lambda m: f"set --{m[1].replace('_', '-')} too"),
+    (re.compile(r"\bnan_is_missing=False\b"), "--no-nan-missing"),
+]
+
+
+def cli_message(exc: BaseException) -> str:
+    """An error of the batch functions in this command's words: flags, not Python calls."""
+    text = str(exc)
+    for pattern, repl in _CLI_WORDING:
+        text = pattern.sub(repl, text)
+    return text
 
 
 def _positive_int(text: str) -> int:
@@ -87,10 +131,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m explainers") -> argparse.ArgumentParser:
     """The argument parser of ``python -m explainers``."""
     parser = argparse.ArgumentParser(
-        prog="python -m explainers",
+        prog=prog,
         description="Batch explanations of large data files, streamed to Parquet.",
         epilog=_EPILOG,
     )
@@ -199,9 +243,9 @@ class _ProgressPrinter:
             self.stream.flush()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m explainers") -> int:
     """Run the command line; returns the exit status."""
-    parser = build_parser()
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.scheduler and args.backend != "dask":
         args.backend = "dask"
@@ -245,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ExplainerError as exc:
         if printer:
             printer.close()
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {cli_message(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         if printer:

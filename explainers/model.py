@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import InvalidDataError, InvalidFeatureError, InvalidModelError, param_error
+from .errors import InvalidDataError, InvalidFeatureError, InvalidModelError, InvalidParameterError, param_error
 
 __all__ = ["ModelAdapter", "detect_task", "mix_rows", "DEFAULT_CHUNK_ROWS"]
 
@@ -42,6 +42,34 @@ def detect_task(model) -> str:
             "attribute: fit it before explaining it."
         )
     return "binary" if len(classes) == 2 else "multiclass"
+
+
+def _raw_is_proba(model) -> bool:
+    """Whether a classifier's raw output is its probabilities: a scikit-learn decision tree,
+    random forest or extra trees (alone or ending a Pipeline), whose trees average class
+    fractions. shap's TreeExplainer calls that output "raw" too."""
+    est = model.steps[-1][1] if hasattr(model, "steps") and model.steps else model
+    try:
+        from .trees.sklearn import tree_families
+    except ImportError:  # pragma: no cover - scikit-learn is a core dependency
+        return False
+    fam = tree_families()
+    return isinstance(est, fam["tree"] + fam["forest"])
+
+
+def _offered(model, task: str) -> str:
+    """The outputs a fitted model can give, as ``output=`` values with what they mean."""
+    if task == "regression":
+        return "output='auto' or 'raw' (the predicted value)"
+    proba = hasattr(model, "predict_proba")
+    raw = ("output='raw' (decision function)" if hasattr(model, "decision_function")
+           else "output='raw' (its trees' class probabilities)" if _raw_is_proba(model) else None)
+    parts = ["output='auto' (class probabilities)" if proba else None, raw,
+             "output='proba'" if proba else None, "output='log_odds'" if proba else None]
+    parts = [p for p in parts if p]
+    if not parts:
+        return "no output that can be explained (it has neither predict_proba nor decision_function)"
+    return ", ".join(parts)
 
 
 def _check_fitted(model) -> None:
@@ -118,9 +146,14 @@ class ModelAdapter:
     output : {"auto", "raw", "proba", "log_odds"}, default="auto"
         ``"auto"``: the regression value, or the probability of each class.
         ``"raw"``: ``predict`` for regressors; ``decision_function`` (the margin,
-        log-odds for boosting and logistic models) for classifiers that have it,
-        else probabilities. ``"proba"``: class probabilities. ``"log_odds"``:
-        ``log(p / (1 - p))`` of each class probability.
+        log-odds for boosting and logistic models) for classifiers; for scikit-learn
+        tree and forest classifiers, whose trees average class fractions, their
+        probabilities (shap's TreeExplainer convention). ``"proba"``:
+        class probabilities. ``"log_odds"``: ``log(p / (1 - p))`` of each class
+        probability. An output the model cannot give (``"raw"`` for a classifier
+        without ``decision_function``, ``"proba"`` without ``predict_proba``) raises
+        :class:`~explainers.errors.InvalidParameterError` naming what it offers;
+        nothing is substituted.
     class_index : int, default=None
         Keep only this output column (a class position in ``classes_``).
     chunk_rows : int, default=65536
@@ -161,9 +194,17 @@ class ModelAdapter:
                 "output", "ModelAdapter", "'auto' or 'raw' for a regression model", output
             )
         if output in ("proba", "log_odds") and not hasattr(model, "predict_proba"):
-            raise InvalidModelError(
-                f"output={output!r} needs predict_proba, which {type(model).__name__} lacks; "
-                "use output='raw'."
+            raise InvalidParameterError(
+                f"output={output!r} needs predict_proba, which this {type(model).__name__} does not "
+                f"have. It offers: {_offered(model, self.task)}."
+            )
+        if (output == "raw" and self.task != "regression" and not hasattr(model, "decision_function")
+                and not _raw_is_proba(model)):
+            # a classifier's raw output is its decision function (margin); probabilities
+            # are another output, never given in its place
+            raise InvalidParameterError(
+                f"output='raw' is the decision function (margin) of a classifier, which this "
+                f"{type(model).__name__} does not have. It offers: {_offered(model, self.task)}."
             )
         self.output = output
         self.chunk_rows = int(chunk_rows)

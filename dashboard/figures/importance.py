@@ -12,7 +12,7 @@ from explainers.importance import ImportanceComparison, ImportanceResult, compar
 
 from dashboard.safe_text import plot
 
-from .style import FONT, PALETTE
+from .style import FONT, PALETTE, d3_format, scale_of
 
 
 def _one_method_data(r: ImportanceResult, normalised: bool):
@@ -117,7 +117,7 @@ def importance_bars_figure(
     vals, errs, key, desc = _imp_bar_data(data, normalised)
     order = _feature_order(vals, key, sort_by, top_k)
     vals, errs = vals.loc[order], errs.loc[order]
-    fmt = ".1%" if normalised else ".4g"
+    fmt = ".1%" if normalised else d3_format(scale_of(vals.to_numpy(dtype=float), errs.to_numpy(dtype=float)))
     fig = go.Figure()
     for i, method in enumerate(vals.columns):
         fig.add_trace(_method_bar(i, method, vals, errs, fmt, desc))
@@ -134,7 +134,7 @@ def importance_bars_figure(
     )
     fig.update_xaxes(
         title_text="Share of total importance" if normalised else "Importance (each method in its own units)",
-        tickformat=".0%" if normalised else None,
+        tickformat=".0%" if normalised else fmt,
         zeroline=True, zerolinecolor="#888888",
     )
     fig.update_yaxes(title_text="Feature", autorange="reversed", automargin=True)

@@ -15,7 +15,7 @@ from explainers.errors import InvalidParameterError, param_error
 
 from dashboard.safe_text import csv_text, plot, plot_values
 
-from .style import FONT, PDP_COLOURS, PDP_EMPTY, PDP_ICE, PDP_LINE, PDP_SCALE, fmt_value
+from .style import FONT, PDP_COLOURS, PDP_EMPTY, PDP_ICE, PDP_LINE, PDP_SCALE, d3_format, fmt_value, scale_of
 
 
 # ============================================================================
@@ -61,6 +61,22 @@ def _need_features(result, n: int, func: str, instead: str) -> None:
             f"{func} draws {('one', 'two')[n - 1]} feature{'s' * (n > 1)}; this result has "
             f"{len(result.feature_names)}. Use {instead} for {('two', 'one')[n - 1]}."
         )
+
+
+def _spec(*values) -> str:
+    """The Plotly number format for values of this scale (see :func:`~.style.d3_format`)."""
+    try:
+        return d3_format(scale_of(*values))
+    except (TypeError, ValueError):  # text values: no number format
+        return ""
+
+
+def _number_axes(fig: go.Figure, x=None, y=None) -> None:
+    """Tick formats on the data's own scale (``192.6k``, never ``1.926e+05``) for numeric axes."""
+    if x is not None:
+        fig.update_xaxes(tickformat=_spec(x))
+    if y is not None:
+        fig.update_layout(yaxis=dict(tickformat=_spec(y)))
 
 
 def _take(arr, pos):
@@ -123,7 +139,7 @@ def _rug(fig: go.Figure, result, pos: int = 0) -> None:
             marker=dict(symbol="line-ns-open", size=14, color="#444444", line=dict(width=2)),
             name="deciles of the data",
             customdata=np.arange(10, 100, 10),
-            hovertemplate=f"{plot(result.feature_names[pos])}: %{{x:.4g}}<br>decile %{{customdata}}%<extra></extra>",
+            hovertemplate=f"{plot(result.feature_names[pos])}: %{{x:{_spec(dec)}}}<br>decile %{{customdata}}%<extra></extra>",
         )
     )
     fig.update_layout(yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
@@ -205,6 +221,7 @@ def _add_ice(fig: go.Figure, result, ice: np.ndarray, x, name: str, categorical:
     lines = ice[shown]
     row_ids = np.asarray(result.row_indices)[shown]
     groups, cname, numbers = _ice_groups(result, color_by, shown)
+    xf, yf = ("" if categorical else _spec(x)), _spec(lines)
     for k, (gname, idx, colour, hover_extra) in enumerate(groups):
         xs, ys, cd, mode = _ice_points(x, lines, row_ids, idx, categorical)
         legend_name = f"ICE ({len(shown)} of {ice.shape[0]} rows)" if gname is None else f"ICE: {cname} = {gname}"
@@ -220,7 +237,7 @@ def _add_ice(fig: go.Figure, result, ice: np.ndarray, x, name: str, categorical:
                 line=dict(color=colour, width=1),
                 marker=dict(color=colour, size=5),
                 customdata=cd,
-                hovertemplate=(f"{name}: %{{x" + ("" if categorical else ":.4g") + "}<br>prediction: %{y:.4g}"
+                hovertemplate=(f"{name}: %{{x" + ("" if categorical else f":{xf}") + f"}}<br>prediction: %{{y:{yf}}}"
                                f"<br>row %{{customdata}}{hover_extra}<extra>ICE</extra>"),
             )
         )
@@ -230,7 +247,7 @@ def _add_ice(fig: go.Figure, result, ice: np.ndarray, x, name: str, categorical:
             x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
             marker=dict(colorscale=PDP_SCALE, cmin=np.nanmin(numbers), cmax=np.nanmax(numbers),
                         color=[np.nanmin(numbers)],
-                        showscale=True, colorbar=dict(title=dict(text=cname), thickness=14)),
+                        showscale=True, colorbar=dict(title=dict(text=cname, side="right"), thickness=14)),
         ))
 
 
@@ -240,14 +257,14 @@ def _add_pd_line(fig: go.Figure, x, avg: np.ndarray, counts: np.ndarray, name: s
         fig.add_trace(go.Bar(
             x=x, y=avg, name="partial dependence", marker=dict(color=PDP_COLOURS[4], line=dict(color=PDP_LINE, width=1.5)),
             opacity=0.8, customdata=counts,
-            hovertemplate=f"{name}: %{{x}}<br>partial dependence: %{{y:.4g}}<br>rows: %{{customdata}}<extra></extra>",
+            hovertemplate=f"{name}: %{{x}}<br>partial dependence: %{{y:{_spec(avg)}}}<br>rows: %{{customdata}}<extra></extra>",
         ))
         fig.update_layout(barmode="overlay")
     else:
         fig.add_trace(go.Scatter(
             x=x, y=avg, mode="lines+markers", name="partial dependence",
             line=dict(color=PDP_LINE, width=4), marker=dict(size=5, color=PDP_LINE), customdata=counts,
-            hovertemplate=f"{name}: %{{x:.4g}}<br>partial dependence: %{{y:.4g}}<br>rows near: %{{customdata}}<extra></extra>",
+            hovertemplate=f"{name}: %{{x:{_spec(x)}}}<br>partial dependence: %{{y:{_spec(avg)}}}<br>rows near: %{{customdata}}<extra></extra>",
         ))
 
 
@@ -261,11 +278,11 @@ def _add_class_lines(fig: go.Figure, result, x, counts: np.ndarray, name: str, c
         if categorical:
             fig.add_trace(go.Bar(x=x, y=avg, name=str(cname), marker_color=colour,
                                  customdata=counts,
-                                 hovertemplate=f"{name}: %{{x}}<br>PD ({cname}): %{{y:.4g}}<br>rows: %{{customdata}}<extra></extra>"))
+                                 hovertemplate=f"{name}: %{{x}}<br>PD ({cname}): %{{y:{_spec(avg)}}}<br>rows: %{{customdata}}<extra></extra>"))
         else:
             fig.add_trace(go.Scatter(x=x, y=avg, mode="lines", name=str(cname),
                                      line=dict(color=colour, width=3), customdata=counts,
-                                     hovertemplate=f"{name}: %{{x:.4g}}<br>PD ({cname}): %{{y:.4g}}<br>rows near: %{{customdata}}<extra></extra>"))
+                                     hovertemplate=f"{name}: %{{x:{_spec(x)}}}<br>PD ({cname}): %{{y:{_spec(avg)}}}<br>rows near: %{{customdata}}<extra></extra>"))
 
 
 def _check_pdp_args(result, max_ice_lines, func: str) -> None:
@@ -341,7 +358,10 @@ def pdp_figure(
         _add_pd_line(fig, x, avg, counts, name, categorical)
     if show_rug and not categorical:
         _rug(fig, result)
-    return _layout(fig, f"Partial dependence on {name}", name, ytitle)
+    fig = _layout(fig, f"Partial dependence on {name}", name, ytitle)
+    ys = [t.y for t in fig.data if t.name != "deciles of the data" and t.y is not None]
+    _number_axes(fig, None if categorical else x, [np.asarray(v, dtype=float) for v in ys] or None)
+    return fig
 
 
 # ============================================================================
@@ -380,10 +400,10 @@ def _pdp2d_surface(result, pos, label: str, style: str, empty_cells: str):
     empty = counts == 0
     if empty_cells == "hide":
         z[empty] = np.nan
-    hover = (f"{fx}: %{{x}}<br>{fy}: %{{y}}<br>partial dependence: %{{z:.4g}}"
+    hover = (f"{fx}: %{{x}}<br>{fy}: %{{y}}<br>partial dependence: %{{z:{_spec(z)}}}"
              "<br>rows in cell: %{customdata}<extra></extra>")
     common = dict(x=x, y=y, z=z, customdata=counts, hovertemplate=hover, colorscale=PDP_SCALE,
-                  colorbar=dict(title=dict(text=label), thickness=14), name="partial dependence")
+                  colorbar=dict(title=dict(text=label, side="right"), thickness=14, tickformat=_spec(z)), name="partial dependence")
     if style == "heatmap":
         return go.Figure(go.Heatmap(**common, hoverongaps=False)), x, y, empty
     return go.Figure(go.Contour(**common, connectgaps=False, contours=dict(showlabels=True))), x, y, empty
@@ -434,6 +454,8 @@ def pdp2d_figure(
     if points is not None:
         _add_points(fig, points, *result.feature_names)  # the columns by their own names
     fig = _heatmap_layout(fig, f"Partial dependence on {fx} and {fy}", fx, fy)
+    _number_axes(fig, None if result.feature_kinds[0] == "categorical" else x,
+                 None if result.feature_kinds[1] == "categorical" else y)
     title = ("Centred p" if result.centered else "P") + f"artial dependence: {label}"
     fig.update_layout(title_text=f"{title} by {fx} and {fy}")
     return fig
@@ -450,7 +472,8 @@ def _add_bin_counts(fig: go.Figure, result, edges: np.ndarray, name: str) -> Non
         x=centres, y=result.counts, width=np.diff(edges), yaxis="y3", name="rows per bin",
         marker=dict(color=PDP_EMPTY), opacity=0.35,
         customdata=np.column_stack([edges[:-1], edges[1:]]),
-        hovertemplate=f"{name} in (%{{customdata[0]:.4g}}, %{{customdata[1]:.4g}}]<br>rows: %{{y}}<extra></extra>",
+        hovertemplate=(f"{name} in (%{{customdata[0]:{_spec(edges)}}}, %{{customdata[1]:{_spec(edges)}}}]"
+                       "<br>rows: %{y:,d}<extra></extra>"),
     ))
     fig.update_layout(yaxis3=dict(overlaying="y", side="right", range=[0, 4 * max(result.counts.max(), 1)],
                                   showgrid=False, title=dict(text="rows per bin"), rangemode="tozero",
@@ -489,12 +512,14 @@ def ale_figure(result, *, class_index: int | None = None, show_counts: bool = Tr
         fig.add_trace(go.Scatter(
             x=edges, y=eff, mode="lines+markers", name=f"ALE ({cname})" if len(series) > 1 else "ALE",
             line=dict(color=colour, width=3), marker=dict(size=5, color=colour),
-            hovertemplate=f"{name}: %{{x:.4g}}<br>ALE ({cname}): %{{y:.4g}}<extra></extra>",
+            hovertemplate=f"{name}: %{{x:{_spec(edges)}}}<br>ALE ({cname}): %{{y:{_spec(eff)}}}<extra></extra>",
         ))
     if show_counts:
         _add_bin_counts(fig, result, edges, name)
     _rug(fig, result)
-    return _layout(fig, f"Accumulated local effects of {name}", name, f"ALE (centred): {label}")
+    fig = _layout(fig, f"Accumulated local effects of {name}", name, f"ALE (centred): {label}")
+    _number_axes(fig, edges, np.asarray(result.effect, dtype=float))
+    return fig
 
 
 def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = True) -> go.Figure:
@@ -529,20 +554,23 @@ def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = 
     bounds = np.dstack([np.broadcast_to(ex[:-1], counts.shape), np.broadcast_to(ex[1:], counts.shape),
                         np.broadcast_to(ey[:-1, None], counts.shape), np.broadcast_to(ey[1:, None], counts.shape),
                         counts])
-    hover = (f"{fx} in (%{{customdata[0]:.4g}}, %{{customdata[1]:.4g}}]<br>"
-             f"{fy} in (%{{customdata[2]:.4g}}, %{{customdata[3]:.4g}}]<br>"
-             "interaction effect: %{z:.4g}<br>rows in cell: %{customdata[4]}<extra></extra>")
+    fxs, fys = _spec(ex), _spec(ey)
+    hover = (f"{fx} in (%{{customdata[0]:{fxs}}}, %{{customdata[1]:{fxs}}}]<br>"
+             f"{fy} in (%{{customdata[2]:{fys}}}, %{{customdata[3]:{fys}}}]<br>"
+             f"interaction effect: %{{z:{_spec(cells)}}}<br>rows in cell: %{{customdata[4]}}<extra></extra>")
     span = float(np.nanmax(np.abs(cells))) or 1.0
     fig = go.Figure(go.Heatmap(
         x=ex, y=ey, z=cells, customdata=bounds, hovertemplate=hover, colorscale="RdBu_r",
-        zmid=0.0, zmin=-span, zmax=span, colorbar=dict(title=dict(text=label), thickness=14),
+        zmid=0.0, zmin=-span, zmax=span, colorbar=dict(title=dict(text=label, side="right"), thickness=14, tickformat=_spec(cells)),
         name="interaction (2nd-order ALE)",
     ))
     empty = counts == 0
     if shade_empty and empty.any():
         _shade_empty(fig, ex, ey, empty, f"{fx}: %{{x}}<br>{fy}: %{{y}}<br>no data rows in this cell "
                                          "(value taken from the nearest cell with rows)<extra></extra>")
-    return _heatmap_layout(fig, f"Interaction of {fx} and {fy} (second-order ALE)", fx, fy)
+    fig = _heatmap_layout(fig, f"Interaction of {fx} and {fy} (second-order ALE)", fx, fy)
+    _number_axes(fig, ex, ey)
+    return fig
 
 
 # ============================================================================

@@ -15,7 +15,8 @@ from explainers.shap import ShapResult
 
 from dashboard.safe_text import plot, plot_values
 
-from .style import FONT, MISSING, NEGATIVE, PALETTE, POSITIVE, VALUE_SCALE, fmt_value
+from .style import (FONT, MISSING, NEGATIVE, PALETTE, POSITIVE, VALUE_SCALE, d3_format, fmt_number, fmt_signed,
+                    fmt_value, nice_ticks, scale_of)
 
 
 # -------------------------------------------------------------------- helpers
@@ -49,6 +50,91 @@ def _one_row(result: ShapResult, row: int, class_index: int | None, max_display,
     _check_max_display(max_display, func, min_display)
     return (res, label, i, res.values[i], res.missing[i], float(res.base_values[i]),
             float(res.predictions[i]), res.data.iloc[i], [plot(n) for n in res.feature_names])
+
+
+def row_label_of(result: ShapResult, i: int) -> str:
+    """The label of the i-th explained row: its index label in the data it came from
+    (``result.data``), else its position in the result."""
+    data = getattr(result, "data", None)
+    if isinstance(data, pd.DataFrame) and len(data.index) == result.n_rows:
+        label = data.index[i]
+        if isinstance(label, (np.integer, int)) and not isinstance(label, bool):
+            return str(int(label))
+        return plot(label)
+    return str(i)
+
+
+def _row_title(result: ShapResult, i: int, row_label) -> str:
+    """"Row 123" for the title of a one-row figure (escaped for Plotly).
+
+    ``row_label``: None takes the row's label from the result's data; an int (or
+    integer-like) is the row of the caller's data ("Row 123"); any other text is used as
+    given ("Edited row 123")."""
+    if row_label is None:
+        return f"Row {row_label_of(result, i)}"
+    if isinstance(row_label, (int, np.integer)) and not isinstance(row_label, bool):
+        return f"Row {int(row_label)}"
+    return plot(row_label)
+
+
+def _row_labels(result: ShapResult, rows) -> list[str]:
+    """Data labels of the given result positions (for hover text)."""
+    data = getattr(result, "data", None)
+    if isinstance(data, pd.DataFrame) and len(data.index) == result.n_rows:
+        idx = data.index
+        return [str(int(v)) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else plot(v)
+                for v in idx[np.asarray(rows, dtype=int)]]
+    return [str(int(r)) for r in rows]
+
+
+def _value_column(fig: go.Figure, positions, texts: list[str]) -> None:
+    """The numbers of a horizontal bar chart as a column of tick labels on the right.
+
+    Tick labels sit outside the plot area and Plotly's automargin makes room for them,
+    so they never overlap a bar, a feature label or each other, and are never cut off,
+    however narrow the column (text beside a bar's end needs room the axis range cannot
+    know in advance). The second y axis follows the first (``matches``); one invisible
+    point per bar anchors it.
+    """
+    positions = list(positions)
+    fig.add_trace(go.Scatter(
+        x=[None] * len(positions), y=positions, yaxis="y2", mode="markers", marker=dict(opacity=0),
+        hoverinfo="skip", showlegend=False, name="values",
+    ))
+    fig.update_layout(yaxis2=dict(
+        overlaying="y", side="right", matches="y", tickmode="array", tickvals=positions, ticktext=texts,
+        showgrid=False, zeroline=False, automargin=True, ticks="", fixedrange=True,
+    ))
+
+
+def _line_labels(fig: go.Figure, marks: list[tuple[float, str]], lo: float, hi: float) -> None:
+    """Labels of vertical lines (base value, prediction), each on its own row above the plot
+    and anchored towards the middle of the x range, so they neither overlap each other or the
+    title nor run past the figure's edge."""
+    mid = (lo + hi) / 2
+    for k, (xv, text) in enumerate(marks):
+        fig.add_annotation(
+            x=xv, y=1.0, yref="paper", yanchor="bottom", yshift=4 + 22 * k, text=text, showarrow=False,
+            xanchor="left" if xv <= mid else "right", font=dict(size=13),
+        )
+
+
+def _padded_range(*values, pad: float = 0.06) -> tuple[float, float]:
+    """[lo, hi] over the finite values, widened by ``pad`` of the span on each side."""
+    arr = np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values])
+    arr = arr[np.isfinite(arr)]
+    lo, hi = (float(arr.min()), float(arr.max())) if arr.size else (0.0, 1.0)
+    span = hi - lo or max(abs(hi), 1.0)
+    return lo - pad * span, hi + pad * span
+
+
+def _few_ticks(fig: go.Figure, lo: float, hi: float, scale: float, max_ticks: int = 5) -> None:
+    """The x range and at most ``max_ticks`` round ticks on it, labelled like every number here:
+    charts sit in half-width columns beside long feature names, where Plotly's own choice of
+    ticks can put labels edge to edge."""
+    ticks = nice_ticks(lo, hi, max_ticks)
+    fig.update_xaxes(range=[lo, hi], tickmode="array", tickvals=ticks,
+                     ticktext=[fmt_number(t, scale) for t in ticks])
 
 
 def _layout(fig: go.Figure, title: str, xtitle: str, height: int) -> go.Figure:
@@ -101,7 +187,7 @@ def _waterfall_items(phi, miss, values, names, max_display: int) -> list[tuple[s
     return items
 
 
-def _waterfall_bar(items, base: float) -> go.Bar:
+def _waterfall_bar(items, base: float, scale: float) -> go.Bar:
     """One horizontal bar per item, each starting where the previous one ended."""
     x = np.array([it[1] for it in items])
     bases = base + np.concatenate([[0.0], np.cumsum(x)[:-1]]) if len(x) else np.array([])
@@ -111,12 +197,10 @@ def _waterfall_bar(items, base: float) -> go.Bar:
         base=bases,
         orientation="h",
         marker=dict(color=[it[2] for it in items], line=dict(width=0)),
-        text=[("0 (missing)" if it[2] == MISSING else f"{it[1]:+.3g}") for it in items],
-        textposition="outside",
-        cliponaxis=False,
         customdata=[it[3] for it in items],
         hovertext=[
-            f"<b>{it[0]}</b><br>SHAP value: {it[1]:+.4g}<br>running total: {b:.4g} → {b + it[1]:.4g}"
+            f"<b>{it[0]}</b><br>SHAP value: {fmt_signed(it[1], scale)}<br>running total: "
+            f"{fmt_number(b, scale)} → {fmt_number(b + it[1], scale)}"
             for it, b in zip(items, bases)
         ],
         hovertemplate="%{hovertext}<extra></extra>",
@@ -125,7 +209,8 @@ def _waterfall_bar(items, base: float) -> go.Bar:
 
 
 def waterfall_figure(
-    result: ShapResult, row: int, *, class_index: int | None = None, max_display: int = 10
+    result: ShapResult, row: int, *, class_index: int | None = None, max_display: int = 10,
+    row_label=None,
 ) -> go.Figure:
     """Waterfall of one row: from the base value, feature by feature, to the prediction.
 
@@ -143,33 +228,47 @@ def waterfall_figure(
         binary model, else the first).
     max_display : int, default=10
         Bars for present features, including the "other features" bar.
+    row_label : int or str, default=None
+        What the title calls the row: an int is the row of the caller's data
+        ("Row 123"), other text is used as given; None takes the row's label in
+        ``result.data`` (the index of the rows that were explained).
 
     Returns
     -------
     plotly.graph_objects.Figure
-        One horizontal Bar trace: ``x`` are the attributions, ``base`` the
-        running total before each bar (bottom to top), so the top bar ends at
-        the prediction. ``customdata`` holds the feature index (-1 for the
-        "other" bar, -2 for the merged missing bar).
+        ``data[0]`` is one horizontal Bar trace: ``x`` are the attributions,
+        ``base`` the running total before each bar (bottom to top), so the top bar
+        ends at the prediction. ``customdata`` holds the feature index (-1 for the
+        "other" bar, -2 for the merged missing bar). The contributions are written
+        as the tick labels of a right-hand axis (``layout.yaxis2.ticktext``).
     """
     res, label, i, phi, miss, base, pred, values, names = _one_row(
         result, row, class_index, max_display, "waterfall_figure", min_display=2)
     items = _waterfall_items(phi, miss, values, names, max_display)
-    fig = go.Figure(_waterfall_bar(items, base))
-    fig.update_yaxes(tickvals=np.arange(len(items)), ticktext=[it[0] for it in items], automargin=True)
-    for xv, txt, pos in ((base, f"E[f(X)] = {base:.4g}", "bottom"), (pred, f"f(x) = {pred:.4g}", "top")):
+    scale = scale_of(base, pred, np.abs(phi).sum())
+    bar = _waterfall_bar(items, base, scale)
+    fig = go.Figure(bar)
+    pos = np.arange(len(items))
+    fig.update_yaxes(tickvals=pos, ticktext=[it[0] for it in items], automargin=True,
+                     range=[-0.6, len(items) - 0.4])
+    _value_column(fig, pos, ["0 (missing)" if it[2] == MISSING else fmt_signed(it[1], scale) for it in items])
+    ends = np.asarray(bar.base, dtype=float) + np.asarray(bar.x, dtype=float) if len(items) else np.array([])
+    lo, hi = _padded_range(ends, bar.base if len(items) else [], [base, pred])
+    for xv in (base, pred):
         fig.add_vline(x=xv, line=dict(color="#555555", width=1, dash="dot"))
-        fig.add_annotation(
-            x=xv, y=1.0 if pos == "top" else 0.0, yref="paper", yanchor="bottom" if pos == "top" else "top",
-            text=txt, showarrow=False, font=dict(size=13),
-        )
-    title = f"Row {i}: {_output_title(res, label)} from base {base:.4g} to {pred:.4g}"
-    return _layout(fig, title, _output_title(res, label), height=120 + 32 * max(len(items), 3))
+    _line_labels(fig, [(base, f"E[f(X)] = {fmt_number(base, scale)}"), (pred, f"f(x) = {fmt_number(pred, scale)}")],
+                 lo, hi)
+    title = (f"{_row_title(res, i, row_label)}: {_output_title(res, label)} "
+             f"{fmt_number(pred, scale)} (base {fmt_number(base, scale)})")
+    fig = _layout(fig, title, _output_title(res, label), height=150 + 32 * max(len(items), 3))
+    _few_ticks(fig, lo, hi, scale)
+    fig.update_layout(margin=dict(t=100))
+    return fig
 
 
 # ---------------------------------------------------------------------- force
 def _force_side(sign: int, colour: str, name: str, phi, miss, values, names, pred: float,
-                max_display: int) -> go.Bar:
+                max_display: int, scale: float) -> go.Bar:
     """The raising (sign 1) or lowering (-1) segments, largest next to f(x)."""
     idx = np.flatnonzero(~miss & (sign * phi > 0))
     idx = idx[np.argsort(-np.abs(phi[idx]), kind="stable")]
@@ -194,13 +293,15 @@ def _force_side(sign: int, colour: str, name: str, phi, miss, values, names, pre
         text=[s[0] for s in segs],
         textposition="inside",
         insidetextanchor="middle",
-        hovertext=[f"<b>{s[0]}</b><br>SHAP value: {s[1]:+.4g}" for s in segs],
+        constraintext="inside",
+        hovertext=[f"<b>{s[0]}</b><br>SHAP value: {fmt_signed(s[1], scale)}" for s in segs],
         hovertemplate="%{hovertext}<extra></extra>",
     )
 
 
 def force_figure(
-    result: ShapResult, row: int, *, class_index: int | None = None, max_display: int = 10
+    result: ShapResult, row: int, *, class_index: int | None = None, max_display: int = 10,
+    row_label=None,
 ) -> go.Figure:
     """Push/pull bar of one row: what raises the output against what lowers it.
 
@@ -216,6 +317,8 @@ def force_figure(
     class_index : int, default=None
     max_display : int, default=10
         Labelled segments per side; smaller ones merge into one "other" segment.
+    row_label : int or str, default=None
+        What the title calls the row (see :func:`waterfall_figure`).
 
     Returns
     -------
@@ -225,19 +328,25 @@ def force_figure(
     """
     res, label, i, phi, miss, base, pred, values, names = _one_row(
         result, row, class_index, max_display, "force_figure", min_display=1)
+    scale = scale_of(base, pred, np.abs(phi).sum())
     fig = go.Figure()
     for sign, colour, name in ((1, POSITIVE, "raise"), (-1, NEGATIVE, "lower")):
-        fig.add_trace(_force_side(sign, colour, name, phi, miss, values, names, pred, max_display))
-    fig.update_layout(barmode="overlay", bargap=0.35)
+        fig.add_trace(_force_side(sign, colour, name, phi, miss, values, names, pred, max_display, scale))
+    fig.update_layout(barmode="overlay", bargap=0.35, uniformtext=dict(minsize=10, mode="hide"))
     fig.update_yaxes(visible=False, range=[-0.8, 0.8])
-    for xv, txt in ((base, f"base value {base:.4g}"), (pred, f"<b>f(x) = {pred:.4g}</b>")):
+    edges = [np.asarray(t.base, dtype=float) for t in fig.data if len(t.x)]
+    edges += [np.asarray(t.base, dtype=float) + np.asarray(t.x, dtype=float) for t in fig.data if len(t.x)]
+    lo, hi = _padded_range(*edges, [base, pred])
+    for xv in (base, pred):
         fig.add_vline(x=xv, line=dict(color="#333333", width=1.5 if xv == pred else 1, dash=None if xv == pred else "dot"))
-        fig.add_annotation(x=xv, y=1.0, yref="paper", yanchor="bottom", text=txt, showarrow=False)
+    _line_labels(fig, [(base, f"base value {fmt_number(base, scale)}"), (pred, f"<b>f(x) = {fmt_number(pred, scale)}</b>")],
+                 lo, hi)
     masked = [names[j] for j in np.flatnonzero(miss)]
     note = f" · missing: {', '.join(masked[:8])}{' …' if len(masked) > 8 else ''}" if masked else ""
-    title = f"Row {i}: higher ← vermillion raises, blue lowers → {_output_title(res, label)}{note}"
-    fig = _layout(fig, title, _output_title(res, label), height=230)
-    fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.35))
+    title = f"{_row_title(res, i, row_label)}: forces on the {_output_title(res, label)}{note}"
+    fig = _layout(fig, title, _output_title(res, label), height=270)
+    _few_ticks(fig, lo, hi, scale)
+    fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.35), margin=dict(t=100))
     return fig
 
 
@@ -263,6 +372,7 @@ def _top_features(res: ShapResult, max_display: int) -> np.ndarray:
 def _beeswarm_points(res: ShapResult, top: np.ndarray, random_state: int):
     """Every present cell of the shown features: (x, y, colour, row, feature, hover text) arrays."""
     rng = np.random.default_rng(random_state)
+    scale = scale_of(res.values)
     xs, ys, cs, rows, feats, texts = [], [], [], [], [], []
     n_feat = len(top)
     for rank, j in enumerate(top):
@@ -275,7 +385,9 @@ def _beeswarm_points(res: ShapResult, top: np.ndarray, random_state: int):
         cs.append(scaled[keep])
         rows.append(keep)
         feats.append(np.full(len(keep), j))
-        texts += [f"<b>{plot(res.feature_names[j])}</b> = {fmt_value(col.iloc[r])}<br>SHAP value: {res.values[r, j]:+.4g}<br>row {r}" for r in keep]
+        labels = _row_labels(res, keep)
+        texts += [f"<b>{plot(res.feature_names[j])}</b> = {fmt_value(col.iloc[r])}<br>SHAP value: "
+                  f"{fmt_signed(res.values[r, j], scale)}<br>row {lab}" for r, lab in zip(keep, labels)]
     x = np.concatenate(xs) if xs else np.array([])
     y = np.concatenate(ys) if ys else np.array([])
     c = np.concatenate(cs) if cs else np.array([])
@@ -319,7 +431,8 @@ def beeswarm_figure(
             x=x[has], y=y[has], mode="markers", name="values",
             marker=dict(
                 color=c[has], colorscale=VALUE_SCALE, cmin=0, cmax=1, size=6, opacity=0.85,
-                colorbar=dict(title="feature value", tickvals=[0, 1], ticktext=["low", "high"], thickness=12),
+                colorbar=dict(title=dict(text="feature value", side="right"), tickvals=[0, 1], ticktext=["low", "high"],
+                              thickness=12),
             ),
             customdata=np.column_stack([r[has], f[has]]),
             hovertext=texts[has], hovertemplate="%{hovertext}<extra></extra>",
@@ -338,8 +451,10 @@ def beeswarm_figure(
         tickvals=list(range(n_feat)), ticktext=[plot(res.feature_names[j]) for j in top][::-1],
         range=[-0.7, n_feat - 0.3], automargin=True, showgrid=False,
     )
-    title = f"SHAP values per feature ({_output_title(res, label)}), {res.n_rows} rows"
-    return _layout(fig, title, f"SHAP value (impact on {_output_title(res, label)})", height=120 + 34 * max(n_feat, 3))
+    title = f"SHAP values per feature ({_output_title(res, label)}), {res.n_rows:,} rows"
+    fig = _layout(fig, title, f"SHAP value (impact on {_output_title(res, label)})", height=120 + 34 * max(n_feat, 3))
+    _few_ticks(fig, *_padded_range(x if len(x) else [0.0], pad=0.04), scale_of(x), max_ticks=4)
+    return fig
 
 
 # ------------------------------------------------------------------ mean |phi|
@@ -347,18 +462,21 @@ def _mean_abs_stacked(result: ShapResult, max_display: int) -> go.Figure:
     """One stacked bar colour per class, features ordered by the total."""
     imp = result.mean_abs()  # (p, k)
     order = np.argsort(-imp.sum(axis=1), kind="stable")[:max_display][::-1]
+    fmt = d3_format(scale_of(imp.sum(axis=1)))
     fig = go.Figure()
     for k, name in enumerate(plot(n) for n in result.output_names):
         fig.add_trace(
             go.Bar(
                 x=imp[order, k], y=[plot(result.feature_names[j]) for j in order], orientation="h",
                 name=name, marker_color=PALETTE[k % len(PALETTE)],
-                hovertemplate=f"<b>%{{y}}</b><br>class {name}: %{{x:.4g}}<extra></extra>",
+                hovertemplate=f"<b>%{{y}}</b><br>class {name}: %{{x:{fmt}}}<extra></extra>",
             )
         )
     fig.update_layout(barmode="stack")
-    fig = _layout(fig, f"Mean |SHAP value| per feature, stacked by class ({result.n_rows} rows)",
-                  f"mean |SHAP value| ({_output_title(result, '')})", height=120 + 28 * max(len(order), 3))
+    fig.update_xaxes(tickformat=fmt)
+    fig = _layout(fig, f"Mean |SHAP value| per feature and class, {result.n_rows:,} rows",
+                  f"mean |SHAP value| ({_output_title(result, '')})",
+                  height=120 + 28 * max(len(order), 3))
     fig.update_layout(showlegend=True)
     fig.update_yaxes(automargin=True)
     return fig
@@ -384,16 +502,22 @@ def mean_abs_figure(
     res, label = _one_output(result, class_index, func)
     imp = res.mean_abs()
     order = np.argsort(-imp, kind="stable")[:max_display][::-1]
+    scale = scale_of(imp)
+    names = [plot(res.feature_names[j]) for j in order]
     fig = go.Figure(
         go.Bar(
-            x=imp[order], y=[plot(res.feature_names[j]) for j in order], orientation="h",
-            marker_color=NEGATIVE, text=[f"{v:.3g}" for v in imp[order]], textposition="outside",
-            cliponaxis=False, hovertemplate="<b>%{y}</b><br>mean |SHAP|: %{x:.4g}<extra></extra>",
+            x=imp[order], y=names, orientation="h", marker_color=NEGATIVE,
+            hovertext=[f"<b>{n}</b><br>mean |SHAP|: {fmt_number(v, scale)}" for n, v in zip(names, imp[order])],
+            hovertemplate="%{hovertext}<extra></extra>",
         )
     )
     fig.update_yaxes(automargin=True)
-    return _layout(fig, f"Mean |SHAP value| per feature ({_output_title(res, label)}, {res.n_rows} rows)",
-                   "mean |SHAP value|", height=120 + 28 * max(len(order), 3))
+    _value_column(fig, names, [fmt_number(v, scale) for v in imp[order]])
+    fig = _layout(fig, f"Mean |SHAP value| per feature, {res.n_rows:,} rows",
+                  f"mean |SHAP value| ({_output_title(res, label)})",
+                  height=120 + 28 * max(len(order), 3))
+    _few_ticks(fig, 0.0, (scale or 1.0) * 1.04, scale, max_ticks=4)
+    return fig
 
 
 # ------------------------------------------------------------------ dependence
@@ -430,14 +554,17 @@ def dependence_figure(
     yv = res.values[keep, j]
     name = plot(res.feature_names[j])
     marker = dict(color=NEGATIVE, size=7, opacity=0.8)
-    hover = [f"<b>{name}</b> = {fmt_value(a)}<br>SHAP value: {b:+.4g}<br>row {r}" for a, b, r in zip(xv, yv, keep)]
+    scale = scale_of(yv)
+    hover = [f"<b>{name}</b> = {fmt_value(a)}<br>SHAP value: {fmt_signed(b, scale)}<br>row {lab}"
+             for a, b, lab in zip(xv, yv, _row_labels(res, keep))]
     if color_by is not None:
         c = res.feature_index(color_by)
         cname = plot(res.feature_names[c])
         scaled = _scaled_colour(res.data.iloc[:, c])[keep]
         marker = dict(
             color=np.where(np.isnan(scaled), 0.5, scaled), colorscale=VALUE_SCALE, cmin=0, cmax=1, size=7,
-            opacity=0.85, colorbar=dict(title=cname, tickvals=[0, 1], ticktext=["low", "high"], thickness=12),
+            opacity=0.85, colorbar=dict(title=dict(text=cname, side="right"), tickvals=[0, 1], ticktext=["low", "high"],
+                              thickness=12),
         )
         hover = [h + f"<br>{cname} = {fmt_value(res.data.iloc[r, c])}" for h, r in zip(hover, keep)]
     fig = go.Figure(
@@ -449,5 +576,7 @@ def dependence_figure(
     )
     fig.add_hline(y=0, line=dict(color="#777777", width=1))
     fig = _layout(fig, f"Dependence of {_output_title(res, label)} on {name}", name, height=420)
-    fig.update_yaxes(title_text=f"SHAP value of {name}")
+    fig.update_yaxes(title_text=f"SHAP value of {name}", tickformat=d3_format(scale))
+    if pd.api.types.is_numeric_dtype(xv):
+        fig.update_xaxes(tickformat=d3_format(scale_of(xv)))
     return fig

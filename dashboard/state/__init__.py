@@ -16,6 +16,7 @@ call the cached functions re-exported here (``state.pdp(...)``). Where things li
 User text reaches the page through :mod:`dashboard.safe_text` (``md`` for Markdown,
 ``plot`` for figures, ``csv_text`` for downloads); the server settings are checked by
 :mod:`dashboard.server` before anything else runs.
+- :mod:`.interactions`: the Interactions page's cached calls (SHAP interactions, H)
 - :mod:`.warmup`: compiling the numba kernels in the background, once per process
 
 Module-level state (``cache._RESULTS``, ``warmup._WARM``) lives in its submodule;
@@ -95,4 +96,11 @@ from .session import (
     valid_choice,
     valid_choices,
 )
+from .interactions import (
+    interaction_error,
+    interaction_method,
+    shap_interactions,
+    strongest_partner,
+)
+from .interactions import report_section as interactions_report_section
 from .warmup import warm_kernels_in_background

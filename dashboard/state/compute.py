@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -46,9 +48,19 @@ def _seeded_rows(n_total: int, n: int) -> np.ndarray:
     return np.sort(np.random.default_rng(0).choice(n_total, n, replace=False))
 
 
+def _nested_rows(n_total: int, n: int) -> np.ndarray:
+    """Positions of a seeded sample of n rows, in data order, nested: the sample of n rows
+    is part of the sample of any larger n (the first n of one fixed shuffle), so a larger
+    sample reuses every row a smaller one explained."""
+    if n_total <= n:
+        return np.arange(n_total)
+    return np.sort(np.random.default_rng(0).permutation(n_total)[:n])
+
+
 def sample_rows(ctx: ModelContext, n_rows: int) -> pd.DataFrame:
-    """A seeded sample of the data's rows (the global views, the 2D data overlay)."""
-    return ctx.X.iloc[_seeded_rows(len(ctx.X), n_rows)]
+    """A seeded sample of the data's rows (the global views, the 2D data overlay);
+    the sample of n rows is part of every larger one."""
+    return ctx.X.iloc[_nested_rows(len(ctx.X), n_rows)]
 
 
 def background(ctx: ModelContext, n: int = 100) -> pd.DataFrame:
@@ -72,8 +84,10 @@ class ProgressBar:
         frac = min(done / total, 1.0) if total else 1.0
         elapsed = self._time() - self._start
         text = f"{self.label}: {done:,} of {total:,}"
-        if 0 < frac < 1 and elapsed > 0.5:
-            text += f" · about {elapsed * (1 - frac) / frac:.0f} s left"
+        if frac < 1:
+            text += f" · {elapsed:.1f} s"  # moves while a slow row is computed, too
+            if frac > 0 and elapsed > 0.5:
+                text += f", about {elapsed * (1 - frac) / frac:.0f} s left"
         self.bar.progress(frac, text=text)
 
 
@@ -113,39 +127,264 @@ def ale(ctx: ModelContext, feature, n_bins: int):
 SHAP_METHODS = ("auto", "linear", "exact", "kernel", "tree")
 
 
-def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ...]):
-    """SHAP values of one row with the given features masked, cached per setting."""
+def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ...], notice=None):
+    """SHAP values of one row with the given features masked, cached per setting.
+
+    ``notice``: a :class:`Working` (or any callable of the seconds waited) that the
+    page's script calls every quarter of a second while the row is computed in a
+    worker thread: a slow model (Kernel SHAP on an SVC: seconds per row) shows that it
+    runs, and Streamlit's Stop and any widget change take effect at once instead of
+    after the computation.
+    """
     def compute():
+        from dataclasses import replace
+
         from explainers.shap import explain
 
-        return explain(ctx.model, ctx.X.iloc[[row]], background=background(ctx),
-                       method=method, missing=list(missing) or None)
+        res = explain(ctx.model, ctx.X.iloc[[row]], background=background(ctx),
+                      method=method, missing=list(missing) or None)
+        # the explained row keeps its number, so a figure of it says "Row 123" by itself
+        return replace(res, data=res.data.set_axis(pd.Index([row])))
 
-    return result_cache().get_or_compute(("shap_row", ctx.model_key, ctx.data_key, row, method, missing), compute)
+    key = ("shap_row", ctx.model_key, ctx.data_key, row, method, missing)
+    return in_worker(key, compute, notice)
+
+
+#: key -> (thread, {"error": exception}) of the computations running in worker threads
+_RUNNING: dict = {}
+_RUNNING_LOCK = threading.Lock()
+#: seconds a call may take before the page shows that it runs, and between updates
+_QUIET_S, _POLL_S = 0.1, 0.25
+
+
+def in_worker(key: tuple, compute, notice=None):
+    """``result_cache().get_or_compute(key, compute)`` in a worker thread, the page's
+    script waiting on it and calling ``notice(seconds)`` meanwhile (after 0.1 s, every
+    0.25 s). Two sessions (or two reruns) asking for the same key share one computation."""
+    cache = result_cache()
+    with _RUNNING_LOCK:
+        running = _RUNNING.get(key)
+        if running is None or not running[0].is_alive():
+            box: dict = {}
+
+            def work():
+                try:
+                    cache.get_or_compute(key, compute)
+                except BaseException as exc:  # handed to the waiting script
+                    box["error"] = exc
+                finally:
+                    with _RUNNING_LOCK:
+                        if _RUNNING.get(key, (None,))[0] is threading.current_thread():
+                            del _RUNNING[key]
+
+            thread = threading.Thread(target=work, name="glassbox-shap-row", daemon=True)
+            running = _RUNNING[key] = (thread, box)
+            thread.start()
+    thread, box = running
+    start = time.perf_counter()
+    thread.join(_QUIET_S)
+    while thread.is_alive():
+        if notice is not None:
+            notice(time.perf_counter() - start)
+        thread.join(_POLL_S)
+    if notice is not None and hasattr(notice, "done"):
+        notice.done()
+    if "error" in box:
+        raise box["error"]
+    return cache.get_or_compute(key, compute)  # a hit (or a recompute had it been evicted)
+
+
+class Working:
+    """A running indicator for one slow call, drawn where the page creates it: nothing for
+    a call done within 0.1 s, else a spinning status line with the seconds waited, removed
+    when the call returns."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self._slot = st.empty()
+        self._shown = None
+
+    def __call__(self, seconds: float) -> None:
+        shown = int(seconds * 2)  # half seconds: a new element only when the text changes
+        if shown != self._shown:
+            self._shown = shown
+            self._slot.status(f"{self.text} {seconds:.1f} s", state="running", expanded=False)
+
+    def done(self) -> None:
+        self._slot.empty()
+
+
+class _RowStore:
+    """Per-row SHAP results of one model, data and method, shared by sessions.
+
+    A sample's rows are explained in blocks in a worker thread and kept here row by
+    row, so a rerun (a larger sample, a Stop, another session) keeps every row already
+    done; ``claimed`` rows are being computed by some worker right now.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.rows: dict[int, tuple] = {}  # position -> (values, base, prediction, missing)
+        self.claimed: set[int] = set()
+        self.meta: dict | None = None  # method, output, names, params of the first block
+
+    def done(self, positions) -> int:
+        with self.lock:
+            return sum(1 for r in positions if r in self.rows)
+
+    def claim(self, positions, n: int) -> list[int]:
+        """Up to n of ``positions`` that nobody computed or is computing, now claimed."""
+        with self.lock:
+            got = [r for r in positions if r not in self.rows and r not in self.claimed][:n]
+            self.claimed.update(got)
+            return got
+
+    def put(self, positions, res) -> None:
+        with self.lock:
+            for i, r in enumerate(positions):
+                self.rows[r] = (res.values[i], res.base_values[i], res.predictions[i], res.missing[i])
+            self.claimed.difference_update(positions)
+            if self.meta is None:
+                self.meta = dict(feature_names=list(res.feature_names), method=res.method, output=res.output,
+                                 output_names=list(res.output_names), params=dict(res.params))
+
+    def release(self, positions) -> None:
+        with self.lock:
+            self.claimed.difference_update(positions)
+
+
+#: seconds one block of rows should take: long enough to share work within the block,
+#: short enough for the bar to move and a Stop to stop soon
+_BLOCK_S = 0.5
+
+
+def _explain_rows(ctx: ModelContext, method: str, positions: np.ndarray, store: _RowStore, cancel: threading.Event,
+                  state: dict, first_block: int) -> None:
+    """Worker thread: explain the unclaimed rows of ``positions`` block by block into ``store``."""
+    from explainers.shap import explain
+
+    bg = background(ctx)
+    block = first_block
+    try:
+        while not cancel.is_set():
+            rows = store.claim(positions, block)
+            if not rows:
+                return
+            state["partial"] = 0
+            t0 = time.perf_counter()
+            try:
+                res = explain(ctx.model, ctx.X.iloc[rows], background=bg, method=method,
+                              progress=lambda done, total: state.__setitem__("partial", done))
+            except BaseException:
+                store.release(rows)
+                raise
+            store.put(rows, res)
+            state["partial"] = 0
+            took = time.perf_counter() - t0
+            if took < _BLOCK_S / 2:
+                block = min(block * 2, 4096)
+            elif took > 2 * _BLOCK_S and block > 1:
+                block = max(1, block // 2)
+    except BaseException as exc:  # handed to the waiting script
+        state["error"] = exc
 
 
 def explain_sample(ctx: ModelContext, n_rows: int, method: str, progress=None):
-    """SHAP values of a seeded sample of rows, for the global views."""
-    def compute():
-        from explainers.shap import explain
+    """SHAP values of a seeded sample of rows, for the global views.
 
-        X = sample_rows(ctx, n_rows)
-        return explain(ctx.model, X, background=background(ctx),
-                       method=method, progress=progress)
+    The rows (:func:`sample_rows`: the sample of n rows is part of every larger one)
+    are explained in blocks in a worker thread and kept row by row (:class:`_RowStore`,
+    per model, data and method), so changing the sample size, a Stop or a rerun never
+    throws away rows already done; the page's script waits, calling ``progress(done,
+    total)`` every quarter of a second (rows done, counting those inside a block).
 
-    return result_cache().get_or_compute(("shap_sample", ctx.model_key, ctx.data_key, n_rows, method), compute)
+    ``params["rows"]`` holds the sampled rows' positions in the data as loaded (as a
+    batch run's sample does): see :func:`attributions_frame`; they are ``data``'s
+    index too, so hover text names the rows as the row pickers do.
+    """
+    positions = _nested_rows(len(ctx.X), n_rows)
+    store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method), _RowStore)
+    total = len(positions)
+    fast = method in ("tree", "linear") or (method == "auto" and shap_is_fast(ctx))
+    cancel = threading.Event()
+    state: dict = {}
+    worker = None
+    try:
+        while True:
+            done = store.done(positions)
+            if done == total:
+                break
+            if worker is None or not worker.is_alive():
+                if "error" in state:
+                    raise state["error"]
+                worker = threading.Thread(target=_explain_rows, name="glassbox-shap-sample", daemon=True,
+                                          args=(ctx, method, positions, store, cancel, state, 256 if fast else 1))
+                worker.start()
+            if progress is not None:
+                progress(min(done + int(state.get("partial", 0)), total), total)
+            worker.join(_POLL_S)
+            if not worker.is_alive() and "error" not in state and store.done(positions) < total:
+                time.sleep(_POLL_S)  # the rows left are another worker's (a rerun's, a session's): wait
+    except BaseException:
+        cancel.set()  # a Stop, a rerun, an error: the worker ends after its block (whose rows are kept)
+        raise
+    if progress is not None:
+        progress(total, total)
+    return _assemble(ctx, store, positions)
+
+
+def _assemble(ctx: ModelContext, store: _RowStore, positions: np.ndarray):
+    """The sample's ShapResult from the kept rows."""
+    from explainers.shap import ShapResult
+
+    with store.lock:
+        parts = [store.rows[int(r)] for r in positions]
+        meta = dict(store.meta)
+    return ShapResult(
+        values=np.stack([p[0] for p in parts]), base_values=np.stack([p[1] for p in parts]),
+        predictions=np.stack([p[2] for p in parts]), feature_names=meta["feature_names"],
+        missing=np.stack([p[3] for p in parts]), method=meta["method"], output=meta["output"],
+        output_names=meta["output_names"], data=ctx.X.iloc[positions].set_axis(pd.Index(positions)),
+        params={**meta["params"], "rows": positions.tolist()},
+    )
+
+
+def attributions_frame(res) -> pd.DataFrame:
+    """``res.to_frame()`` for a CSV, with ``row`` the row's position in the data file (0 is the first row).
+
+    ``to_frame`` numbers the rows of the result (0, 1, ... of a sample); a sample
+    (:func:`explain_sample`, or a batch run's) names its rows' positions in the
+    file in ``params["rows"]``, the numbers the row pickers use.
+    """
+    frame = res.to_frame()
+    rows = res.params.get("rows")
+    if rows is not None and len(rows) == res.n_rows:
+        frame["row"] = np.asarray(rows, dtype=np.int64)[frame["row"].to_numpy()]
+    return frame
 
 
 def explain_edited(ctx: ModelContext, values: tuple, missing: tuple[str, ...]):
-    """SHAP values (automatic method) of one edited row, cached by its values and mask."""
+    """SHAP values (automatic method) of one edited row, cached by its values and mask.
+
+    A blank value (None or NaN) stays blank: NaN in the row, whatever the column's type.
+    """
+    blank = tuple(v is None or (not isinstance(v, str) and bool(pd.isna(v))) for v in values)
+
     def compute():
         from explainers.shap import explain
 
-        row = pd.DataFrame([list(values)], columns=list(ctx.X.columns)).astype(ctx.X.dtypes.to_dict())
+        row = pd.DataFrame([[np.nan if b else v for v, b in zip(values, blank)]], columns=list(ctx.X.columns))
+        for col, dtype in ctx.X.dtypes.items():
+            try:
+                row[col] = row[col].astype(dtype)
+            except (TypeError, ValueError):  # a blank in an integer column stays a float NaN
+                pass
         return explain(ctx.model, row, background=background(ctx),
                        missing=list(missing) or None)
 
-    return result_cache().get_or_compute(("whatif", ctx.model_key, ctx.data_key, values, missing), compute)
+    # NaN != NaN: blanks enter the key as None, so an unchanged row finds its result again
+    key_values = tuple(None if b else v for v, b in zip(values, blank))
+    return result_cache().get_or_compute(("whatif", ctx.model_key, ctx.data_key, key_values, missing), compute)
 
 
 def shap_is_fast(ctx: ModelContext) -> bool:
@@ -161,9 +400,17 @@ def shap_is_fast(ctx: ModelContext) -> bool:
     return method in ("linear", "tree")
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContext) -> pd.DataFrame:
-    """Per row: the prediction (of the chosen class) and, with a target, the error."""
+def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContext, notice=None) -> pd.DataFrame:
+    """Per row: the prediction (of the chosen class) and, with a target, the error.
+
+    Cached per model, data and class; computed in a worker thread (:func:`in_worker`),
+    ``notice`` showing that it runs when a slow model takes a while over every row.
+    """
+    table = in_worker(("row_table", model_key, data_key, class_index), lambda: _row_table(class_index, _ctx), notice)
+    return table.copy()  # the cached one is shared by every session: never hand it out to be changed
+
+
+def _row_table(class_index: int, _ctx: ModelContext) -> pd.DataFrame:
     pred = _ctx.adapter.predict(_ctx.X)
     if pred.ndim == 2:
         pred = pred[:, class_index]
@@ -182,12 +429,24 @@ def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContex
 
 
 def additivity_line(res, row: int, class_index: int | None) -> str:
-    """'base + contributions = prediction' with the numbers of this row."""
+    """'base + contributions = prediction' with the numbers of this row.
+
+    Six significant digits on the data's own scale (``192,634``, ``1.23457M``); a
+    rounding residue like -1.1e-16 next to numbers of order 1 is written 0.
+    """
+    from dashboard.figures.style import fmt_number
+
     vals = res.values[row] if class_index is None else res.values[row, :, class_index]
-    base = res.base_values[row] if class_index is None else res.base_values[row, class_index]
-    pred = res.predictions[row] if class_index is None else res.predictions[row, class_index]
+    base = float(res.base_values[row] if class_index is None else res.base_values[row, class_index])
+    pred = float(res.predictions[row] if class_index is None else res.predictions[row, class_index])
     total = float(np.sum(vals))
-    return f"base {base:.6g} + contributions {total:+.6g} = prediction {float(base) + total:.6g} (model: {float(pred):.6g})"
+    scale = max(abs(base), abs(pred), abs(total), float(np.sum(np.abs(vals))))
+
+    def f(v, sign=False):
+        return fmt_number(v, scale, digits=6, sign=sign)
+
+    return (f"base {f(base)} + contributions {f(total, True)} = prediction {f(base + total)} "
+            f"(model: {f(pred)})")
 
 
 def output_label(res, class_index: int | None) -> str:
@@ -303,8 +562,15 @@ def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, p
     raise KeyError(method)
 
 
-def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows: int, bar) -> tuple[list, list]:
-    """Compute (cached) each method that applies; return (results, [(label, reason)] skipped)."""
+def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows: int, bar,
+                page: str = "") -> tuple[list, list]:
+    """Compute (cached) each method that applies; return (results, [(label, reason)] skipped).
+
+    The reasons are worded for ``page`` (see :func:`dashboard.messages.for_page`): what to
+    click there, never a Python call.
+    """
+    from dashboard.messages import for_page
+
     results, skipped = [], []
     for i, method in enumerate(methods):
         label = IMPORTANCE_METHODS[method]
@@ -314,9 +580,9 @@ def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows:
         try:
             results.append(importance(ctx, method, n_repeats, max_rows, progress))
         except ExplainerError as exc:
-            skipped.append((label, str(exc)))
+            skipped.append((label, for_page(exc, page)))
         except Exception as exc:  # never a traceback on the page
-            skipped.append((label, error_message(exc)))
+            skipped.append((label, for_page(error_message(exc), page)))
     return results, skipped
 
 
@@ -328,60 +594,119 @@ def comparison(model_key: str, data_key: str, labels: tuple, _results: list, _X)
 
 
 # --------------------------------------------------------------------- report
-def report_html(ctx: ModelContext, feature: str, row: int, wanted: tuple[bool, bool, bool, bool],
-                bar) -> tuple[str, int]:
-    """The report as one HTML document and its number of sections, built once per choice.
+def report_html(ctx: ModelContext, feature: str, row: int, wanted: tuple[bool, ...], bar):
+    """The report, built once per choice: a :class:`dashboard.report.Built` (the HTML document,
+    an outline of its parts for the page's preview, and a notice for every ticked part left out).
 
     ``wanted`` says which parts to include: summary, PDP/ICE, SHAP waterfall,
-    importance comparison.
+    importance comparison and, if a fifth flag is given, feature interactions. ``row`` is the row's position in the data as loaded.
     """
     ci = pdp_class(ctx)
     key = ("report", ctx.model_key, ctx.data_key, feature, row, ci, wanted)
     return result_cache().get_or_compute(key, lambda: _build_report(ctx, feature, row, wanted, ci, bar))
 
 
-def _build_report(ctx: ModelContext, feature: str, row: int, wanted, ci, bar) -> tuple[str, int]:
+def _build_report(ctx: ModelContext, feature: str, row: int, wanted, ci, bar):
+    """Every ticked part either goes in or gets a notice saying why it was left out."""
     from dashboard import figures, report
 
-    want_summary, want_pdp, want_shap, want_imp = wanted
-    sections = []
+    want_summary, want_pdp, want_shap, want_imp, *rest = wanted
+    want_inter = bool(rest and rest[0])
+    sections, notices = [], []
+    summary = _report_summary(ctx) if want_summary else {}
     if want_summary:
         sections.append(report.Section("Features", "Types, ranges and missing values of the data.",
                                        table=feature_summary(ctx.data_key, ctx.X).set_index("feature")))
     bar.progress(0.25, text="Partial dependence…")
     if want_pdp:
-        res = pdp(ctx, (feature,), 40, (0.05, 0.95))
-        sections.append(report.Section(f"Partial dependence and ICE: {feature}",
-                                       "The bold line is the average effect; thin lines are single rows.",
-                                       figure=figures.pdp_figure(res, class_index=ci)))
+        try:
+            fig = figures.pdp_figure(pdp(ctx, (feature,), 40, (0.05, 0.95)), class_index=ci)
+            sections.append(report.Section(f"Partial dependence and ICE: {feature}", _pdp_caption(fig), figure=fig))
+        except Exception as exc:
+            notices.append(f"Partial dependence of {feature} left out: {error_message(exc)}")
     bar.progress(0.5, text="SHAP…")
     if want_shap:
-        sres = explain_row(ctx, row, "auto", ())
-        sci = shap_class(sres, ctx)
-        sections.append(report.Section(f"Why row {row} gets its prediction", additivity_line(sres, 0, sci),
-                                       figure=figures.waterfall_figure(sres, 0, class_index=sci, max_display=12)))
+        try:
+            sres = explain_row(ctx, row, "auto", ())
+            sci = shap_class(sres, ctx)
+            sections.append(report.Section(
+                f"Why row {row} gets its prediction",
+                f"Row {row} of the data (0 is the first row): {additivity_line(sres, 0, sci)}",
+                figure=figures.waterfall_figure(sres, 0, class_index=sci, max_display=12, row_label=row)))
+        except Exception as exc:
+            notices.append(f"SHAP waterfall of row {row} left out: {error_message(exc)}")
     bar.progress(0.75, text="Importance…")
     if want_imp:
-        sections += _importance_sections(ctx, bar)
-    summary = _report_summary(ctx) if want_summary else {}
-    html_doc = report.build_report(f"Glassbox — {ctx.title}", summary, sections)
-    return html_doc, len(sections)
+        imp_sections, imp_notices = _importance_sections(ctx, bar)
+        sections += imp_sections
+        notices += imp_notices
+    if want_inter:
+        from .interactions import plain_reason, report_section
+
+        bar.progress(0.9, text="Interactions…")
+        try:
+            sections.append(report_section(ctx))
+        except Exception as exc:
+            notices.append(f"Feature interactions left out: {plain_reason(exc) or error_message(exc)}")
+    if not any(wanted):
+        notices.append("Nothing is ticked: the report holds its title only.")
+    html_doc = report.build_report(f"Glassbox — {ctx.title}", summary, sections, notices=notices)
+    outline = [("Model summary", f"Key facts at the top: {', '.join(map(str, summary))}.")] if want_summary else []
+    outline += [(sec.heading, sec.caption) for sec in sections]
+    return report.Built(html_doc, tuple(outline), tuple(notices), len(sections))
 
 
-def _importance_sections(ctx: ModelContext, bar) -> list:
-    """The report's importance section: methods compared when two or more apply."""
+def _pdp_caption(fig) -> str:
+    """What the report's PDP figure draws, read from its traces (bars or a line, ICE lines or dots)."""
+    import re
+
+    bars = any(t.type == "bar" for t in fig.data)
+    ice = [t for t in fig.data if getattr(t, "legendgroup", None) == "ice"]
+    count = next((m.group(1) for t in ice if (m := re.search(r"\((\d[\d,]* of [\d,]+ rows)\)", t.name or ""))), None)
+    ice_rows = f" (ICE, {count})" if count else " (ICE)"
+    if bars:
+        text = "Each bar is the average prediction with every row set to that category (partial dependence)."
+        if ice:
+            text += f" Each dot is one row's prediction at that category{ice_rows}."
+        return text
+    text = "The bold line is the average prediction as the feature moves (partial dependence)."
+    if ice:
+        text += f" Each thin line is one row{ice_rows}."
+    if any(t.name == "deciles of the data" for t in fig.data):
+        text += " Ticks along the x axis mark the deciles of the data."
+    return text
+
+
+def _importance_sections(ctx: ModelContext, bar) -> tuple[list, list[str]]:
+    """The report's importance sections (methods compared when two or more apply) and notices."""
     from dashboard import figures, report
 
-    results, _ = importances(ctx, ["mdi", "oob", "permutation"], 5, 1_000, bar)
-    if len(results) >= 2:
-        comp = comparison(ctx.model_key, ctx.data_key, tuple(r.label for r in results), results, ctx.X)
-        return [report.Section("Variable importance, compared",
-                               " ".join(f"{r.label}: {r.description}" for r in results),
-                               figure=figures.importance_bars_figure(comp))]
-    if results:
-        return [report.Section("Variable importance", results[0].description,
-                               figure=figures.importance_bars_figure(results[0]))]
-    return []
+    results, skipped = importances(ctx, ["mdi", "oob", "permutation"], 5, 1_000, bar)
+    why = "; ".join(f"{label}: {reason}" for label, reason in skipped)
+    if not results:
+        if ctx.y is None:
+            return [], ["Importance comparison needs the target column: pick it on the Model page. "
+                        f"Left out ({why})."]
+        return [], [f"Importance comparison left out: no importance method applies to this model and data ({why})."]
+    notices = []
+    if len(results) == 1:
+        if ctx.y is None:
+            notices.append("Importance comparison needs the target column: pick it on the Model page. "
+                           f"Without it the report shows {results[0].label} alone ({why}).")
+        else:
+            notices.append(f"Importance comparison shows {results[0].label} alone: the other methods do not "
+                           f"apply ({why}).")
+    else:
+        try:
+            comp = comparison(ctx.model_key, ctx.data_key, tuple(r.label for r in results), results, ctx.X)
+            return [report.Section("Variable importance, compared",
+                                   " ".join(f"{r.label}: {r.description}" for r in results),
+                                   figure=figures.importance_bars_figure(comp))], notices
+        except Exception as exc:  # e.g. MDI of a Pipeline names the encoded columns, not the data's
+            notices.append(f"The importance methods cannot be compared side by side ({error_message(exc)}); "
+                           "the report shows each on its own.")
+    return [report.Section(f"Variable importance: {r.label}", r.description, figure=figures.importance_bars_figure(r))
+            for r in results], notices
 
 
 def _report_summary(ctx: ModelContext) -> dict:

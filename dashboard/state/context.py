@@ -1,5 +1,6 @@
-"""The active model and its data: :class:`ModelContext`, loading demos and uploads,
-the Model page's callbacks and summaries, and exceptions turned into messages.
+"""The active model and its data: :class:`ModelContext`, loading demos, uploads and
+served models (``glassbox serve``, ``show()``: files named by the operator, read from
+their paths), the Model page's callbacks and summaries, and exceptions turned into messages.
 
 Cache keys are the sha256 fingerprints of the model and data files (a fitted
 model cannot be hashed by Streamlit, and an underscore argument is not hashed
@@ -7,7 +8,10 @@ at all, so every cached call takes the keys).
 """
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -16,6 +20,7 @@ import explainers
 from demo_models import build as demo_build
 from explainers import ExplainerError, ModelAdapter
 
+from dashboard import served as served_list
 from dashboard.safe_text import md
 
 from .cache import result_cache
@@ -139,26 +144,126 @@ def _model_type(model) -> str:
 
 
 def current() -> ModelContext:
-    """The active model context (demo or upload)."""
+    """The active model context (served, demo or upload)."""
     active = st.session_state.get(ACTIVE, DEFAULT_DEMO)
     up = st.session_state.get(UPLOAD)
     if active == UPLOADED and up is not None:
         return load_upload(up["model_bytes"], up["model_name"], up["data_bytes"], up["data_name"], up["target"],
                            model_key=up["model_key"], data_key=up["data_key"])
-    if active not in demo_build.DEMO_NAMES:
+    served = served_models()
+    for entry in served:
+        if entry.key == active:
+            return served_context(entry)
+    if active not in demo_build.DEMO_NAMES:  # gone or unknown: the first served model, else the demo
+        if served:
+            st.session_state[ACTIVE] = served[0].key
+            return served_context(served[0])
         active = DEFAULT_DEMO
         st.session_state[ACTIVE] = active
     return demo_context(active)
 
 
 def model_options() -> dict[str, str]:
-    """Selectbox options: key -> label."""
+    """Selectbox options: key -> label. Served models first (``glassbox serve``, ``show()``),
+    then the demos, then the upload."""
+    opts = {m.key: m.name for m in served_models()}
     cards = demo_cards()
-    opts = {name: cards[name]["title"] for name in demo_build.DEMO_NAMES}
+    opts.update({name: cards[name]["title"] for name in demo_build.DEMO_NAMES})
     up = st.session_state.get(UPLOAD)
     if up is not None:
         opts[UPLOADED] = f"Uploaded: {up['model_name']}"
     return opts
+
+
+# ------------------------------------------------------------ served models
+def served_models() -> list[served_list.ServedModel]:
+    """The models the server was started with (``glassbox serve``) or given (``show()``).
+
+    Read from GLASSBOX_SERVE_MODELS and the manifest named by GLASSBOX_SERVE_MANIFEST,
+    which is re-read when it changes; see :mod:`dashboard.served`.
+    """
+    try:
+        return served_list.served_models(reserved=demo_build.DEMO_NAMES)
+    except (served_list.ServeConfigError, OSError) as exc:
+        raise ExplainerError(f"The served models cannot be read: {exc}") from None
+
+
+def served_keys() -> list[str]:
+    """The picker keys (and ``?model=`` values) of the served models."""
+    return [m.key for m in served_models()]
+
+
+def known_model(key) -> bool:
+    """Whether ``key`` (e.g. a URL's ``?model=``) names a demo or a served model; never raises."""
+    if key in demo_build.DEMO_NAMES:
+        return True
+    try:
+        return key in served_keys()
+    except ExplainerError:
+        return False
+
+
+def default_model() -> str:
+    """The model a new session starts on: the first served model, else the default demo."""
+    try:
+        keys = served_keys()
+    except ExplainerError:
+        keys = []
+    return keys[0] if keys else DEFAULT_DEMO
+
+
+def _file_key(path: str, what: str, name: str) -> str:
+    """sha256 of a served file (the same key an upload of its bytes gets), hashed once per version."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        raise ExplainerError(
+            f"The {what} file {path!r} of the served model {name!r} cannot be read any more "
+            "(moved or deleted?). Restore it, or restart the server with the new path.") from None
+    return _file_fingerprint(os.path.abspath(path), info.st_size, info.st_mtime_ns)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _file_fingerprint(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def served_context(entry: served_list.ServedModel) -> ModelContext:
+    """Load a served model and its data from their paths, by the same safe loaders as uploads."""
+    model_key = _file_key(entry.model, "model", entry.name)
+    data_key = _file_key(entry.data, "data", entry.name)
+    return result_cache().get_or_compute(
+        ("context", model_key, data_key, entry.target, "served", entry.key, entry.name),
+        lambda: _served_context(entry, model_key, data_key))
+
+
+def _served_context(entry, model_key: str, data_key: str) -> ModelContext:
+    model_name, data_name = Path(entry.model).name, Path(entry.data).name
+    # the path goes to the loader as the (unhashed) content: the file is read in place
+    model = load_model_cached(model_key, entry.model, model_name, pickles_trusted())
+    ds = load_data_cached(data_key, entry.data, data_name, entry.target, model_key, model)
+    adapter = ModelAdapter(model, feature_names=list(ds.X.columns))
+    card = {
+        "name": entry.key,
+        "title": entry.name,
+        "description": entry.description or f"Your model {model_name} with data {data_name}.",
+        "model_type": _model_type(model),
+        "task": adapter.task,
+        "target": entry.target,
+        "classes": None if adapter.classes is None else [str(c) for c in adapter.classes],
+        "n_rows": int(len(ds.X)),
+        "n_train": None,
+        "metric": None,
+        "features": [],
+    }
+    return ModelContext(
+        name=entry.key, title=entry.name, model=model, adapter=adapter, X=ds.X, y=ds.y,
+        model_key=model_key, data_key=ds.fingerprint, card=card, notices=ds.notices,
+    )
 
 
 # ------------------------------------------------------------------- errors

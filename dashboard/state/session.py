@@ -1,5 +1,6 @@
 """What one browser session remembers: session-state keys, page widgets kept across
-page switches, the URL's query parameters, the operator's trust flag and the class pick.
+page switches, the files chosen in the Model page's uploaders (kept across pages too),
+the URL's query parameters, the operator's trust flag and the class pick.
 """
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ import sys
 from typing import TYPE_CHECKING
 
 import streamlit as st
-
-from demo_models import build as demo_build
 
 if TYPE_CHECKING:
     from .context import ModelContext
@@ -29,6 +28,10 @@ TARGET_COL = "upload_target"
 DEMO_PICK = "demo_pick"
 NO_TARGET = "(no target column)"
 
+#: the files chosen in those uploaders, kept across pages (Streamlit forgets a widget's
+#: value once a run does not draw it, so the Model page's uploaders empty on a page switch)
+CHOSEN = "chosen_upload_files"
+
 TRUST_FLAG = "--trust-pickles"
 TRUST_ENV = "GLASSBOX_TRUST_PICKLES"
 BATCH_ROOT_FLAG = "--batch-root"
@@ -37,7 +40,8 @@ BATCH_ROOTS_ENV = "GLASSBOX_BATCH_ROOTS"
 
 def init_session() -> None:
     """Set every session key once, at the top of app.py."""
-    st.session_state.setdefault(ACTIVE, DEFAULT_DEMO)
+    from .context import default_model  # the first served model (glassbox serve, show()), else the demo
+    st.session_state.setdefault(ACTIVE, default_model())
     st.session_state.setdefault(UPLOAD, None)
     st.session_state.setdefault(LAST_ERROR, None)
 
@@ -71,9 +75,111 @@ def batch_roots() -> list[str]:
     return roots
 
 
+# ------------------------------------------------------------- chosen files
+def note_chosen_files() -> None:
+    """Remember the files chosen in the Model page's uploaders, across pages.
+
+    Called at the top of app.py on every run: while the uploaders' values are in the
+    session (the Model page drew them last), they are copied; once another page is
+    shown the copy stays, so every page can say an upload is waiting, and the Model
+    page can load it (:func:`chosen_files`). Emptying an uploader forgets its file.
+    """
+    ss = st.session_state
+    chosen = dict(ss.get(CHOSEN) or {})
+    for key, slot in ((MODEL_FILE, "model"), (DATA_FILE, "data"), (TARGET_COL, "target")):
+        if key in ss:
+            chosen[slot] = ss[key]  # an UploadedFile (None once removed), or the target column
+        elif slot != "target" and _is_loaded(slot, chosen.get(slot)):
+            chosen[slot] = None  # loaded already: the upload holds its bytes, no need for a second copy
+    ss[CHOSEN] = chosen
+
+
+def _is_loaded(slot: str, f) -> bool:
+    """Whether the chosen file ``f`` is the loaded upload's model or data file."""
+    up = st.session_state.get(UPLOAD)
+    return (f is not None and up is not None and up.get(f"{slot}_name") == f.name
+            and len(up.get(f"{slot}_bytes") or b"") == f.size)
+
+
+def chosen_target() -> str | None:
+    """The target column picked with the chosen data file (kept across pages like the files)."""
+    return (st.session_state.get(CHOSEN) or {}).get("target")
+
+
+def chosen_columns() -> list[str]:
+    """Columns of the chosen data file (the uploader's, or the one kept across pages)."""
+    f = chosen_files()["data"]
+    if f is None:
+        return []
+    return _peek_columns(f"{f.file_id}:{f.size}", f.getvalue(), f.name)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _peek_columns(file_key: str, _data: bytes, name: str) -> list[str]:
+    from explainers.io import peek_columns
+
+    return peek_columns(_data, filename=name)
+
+
+def chosen_files() -> dict:
+    """{"model": UploadedFile or None, "data": UploadedFile or None}: the uploaders' files, or
+    the ones chosen before the Model page was left."""
+    ss = st.session_state
+    chosen = dict(ss.get(CHOSEN) or {})
+    for key, slot in ((MODEL_FILE, "model"), (DATA_FILE, "data")):
+        if ss.get(key) is not None:
+            chosen[slot] = ss[key]
+    return {"model": chosen.get("model"), "data": chosen.get("data")}
+
+
+def waiting_upload() -> dict | None:
+    """What waits to be loaded: {"names": the chosen files that are not the loaded upload,
+    "need": the slots ("model", "data") with no file chosen}, or None when nothing waits."""
+    names, need = [], []
+    for slot, f in chosen_files().items():
+        if f is None:
+            need.append(slot)
+        elif not _is_loaded(slot, f):
+            names.append(f.name)
+    return {"names": names, "need": need} if names else None
+
+
+def on_load_chosen() -> None:
+    """Callback of the Model page's Load button: load the chosen files, also those chosen
+    before the user left the page (whose uploaders Streamlit has emptied since)."""
+    from .context import on_load_upload
+
+    ss = st.session_state
+    if ss.get(MODEL_FILE) is not None and ss.get(DATA_FILE) is not None:
+        on_load_upload()  # both uploaders hold a file: the usual way
+        return
+    files = chosen_files()
+    mf, df = files["model"], files["data"]
+    if mf is None or df is None:
+        on_load_upload()  # says which file is missing
+        return
+    import explainers
+
+    from .context import error_message, load_upload
+
+    target = ss.get(TARGET_COL)
+    target = None if target in (None, NO_TARGET) else target
+    model_bytes, data_bytes = mf.getvalue(), df.getvalue()
+    keys = {"model_key": explainers.fingerprint(model_bytes), "data_key": explainers.fingerprint(data_bytes)}
+    try:
+        load_upload(model_bytes, mf.name, data_bytes, df.name, target, **keys)
+    except Exception as exc:  # keep the model already chosen; say what to fix
+        ss[LAST_ERROR] = error_message(exc)
+        return
+    ss[UPLOAD] = {"model_bytes": model_bytes, "model_name": mf.name, "data_bytes": data_bytes,
+                  "data_name": df.name, "target": target, **keys}
+    ss[ACTIVE] = UPLOADED
+    ss[LAST_ERROR] = None
+
+
 # ------------------------------------------------------------ page widgets
 #: widget keys of the pages, kept when the user goes to another page and back
-PAGE_KEY_PREFIXES = ("pdp_", "shap_", "imp_", "whatif_", "rep_")
+PAGE_KEY_PREFIXES = ("pdp_", "shap_", "imp_", "whatif_", "rep_", "ia_")
 _NOT_KEPT = {"rep_download"}  # buttons cannot be given a value
 _KEPT = "kept::"
 
@@ -152,7 +258,8 @@ def apply_url() -> None:
     st.session_state[_URL_DONE] = True
     qp = st.query_params
     model = qp.get("model")
-    if model in demo_build.DEMO_NAMES:
+    from .context import known_model  # a demo or a served model
+    if known_model(model):
         st.session_state[ACTIVE] = model
     value = qp.get("row")
     if value is not None and value.isdigit():

@@ -1,7 +1,7 @@
 """Importance page: every available method side by side, and where they disagree."""
 import streamlit as st
 
-from dashboard import figures, state
+from dashboard import figures, messages, state
 from dashboard.safe_text import csv_text, file_name, md
 
 ctx = state.current()
@@ -18,7 +18,7 @@ with st.expander("Settings", expanded=False):
 
 methods = ["mdi", "oob", "permutation"] + (["shap"] if with_shap else [])
 bar = st.progress(0.0, text="Computing importances…")
-results, skipped = state.importances(ctx, methods, int(n_repeats), int(max_rows), bar)
+results, skipped = state.importances(ctx, methods, int(n_repeats), int(max_rows), bar, page="importance")
 bar.empty()
 for label, reason in skipped:
     st.caption(f"**{md(label)}** not shown: {md(reason)}")
@@ -34,7 +34,7 @@ if len(results) >= 2:
     try:
         comp = state.comparison(ctx.model_key, ctx.data_key, tuple(r.label for r in results), results, ctx.X)
     except Exception as exc:  # e.g. MDI of a Pipeline names the encoded columns, not the data's
-        state.show_error(exc)
+        st.error(md(messages.for_page(exc, "importance")), icon=":material/error:")
 if comp is not None:
     state.valid_choice("imp_sort", ["mean of methods"] + comp.methods)
     sort_by = st.selectbox("Sort by", ["mean of methods"] + comp.methods, key="imp_sort")

@@ -1,8 +1,9 @@
 """Model page: what the active model is, and loading another one."""
 import streamlit as st
 
-from dashboard import state
+from dashboard import messages, state
 from dashboard.safe_text import code, md
+from dashboard.state import session
 
 ctx = state.current()
 st.title(md(ctx.title), anchor=False)
@@ -48,14 +49,22 @@ with right:
                      help="Save it with skops.io.dump(model, 'model.skops'). Pickle files run code "
                           "when loaded, so they are accepted only when the operator allows them.")
     st.file_uploader("Data (.csv or .parquet)", type=["csv", "parquet"], key=state.DATA_FILE)
+    # files chosen before the user went to another page: Streamlit emptied the uploaders, we kept them
+    kept = {slot: f for slot, f in session.chosen_files().items()
+            if f is not None and st.session_state.get(state.MODEL_FILE if slot == "model" else state.DATA_FILE) is None}
+    if kept:
+        st.caption("Chosen before you left this page: " + ", ".join(f"**{md(f.name)}**" for f in kept.values())
+                   + ". **Load model and data** loads them; a file chosen above takes its place.")
     try:
-        columns = state.upload_columns()
+        columns = session.chosen_columns()
     except Exception as exc:
         columns = []
-        state.show_error(exc)
+        st.error(md(messages.for_page(exc, "model")), icon=":material/error:")
+    if state.TARGET_COL not in st.session_state and session.chosen_target() in columns:
+        st.session_state[state.TARGET_COL] = session.chosen_target()  # the pick made with the kept file
     st.selectbox("Target column", [state.NO_TARGET] + columns, key=state.TARGET_COL,
                  help="Split off the true values, for scores and importance.")
-    st.button("Load model and data", type="primary", on_click=state.on_load_upload)
+    st.button("Load model and data", type="primary", on_click=session.on_load_chosen)
     if st.session_state.get(state.LAST_ERROR):
-        st.error(md(st.session_state[state.LAST_ERROR]), icon=":material/error:")
+        st.error(md(messages.for_page(st.session_state[state.LAST_ERROR], "model")), icon=":material/error:")
         st.caption(f"Still showing: {md(ctx.title)}")

@@ -8,6 +8,11 @@ ctx = state.current()
 st.title("How does the prediction move with a feature?")
 cols = list(ctx.X.columns)
 numeric = [c for c in cols if ctx.X[c].dtype.kind in "biuf"]
+n_rows = len(ctx.X)
+if n_rows < 2:
+    st.info(f"Partial dependence and ALE need at least 2 rows whose feature values differ; this data has "
+            f"{n_rows} row. Load a data file with more rows on the Model page.", icon=":material/info:")
+    st.stop()
 
 c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 2, 1])
 state.valid_choice("pdp_f1", cols)
@@ -18,9 +23,12 @@ state.share_in_url(feature=f1, feature2=None if f2 == "(none)" else f2)
 two_d = f2 != "(none)"
 grid = c3.number_input("Grid points", 2, 200, 20 if two_d else 40, key="pdp_grid2" if two_d else "pdp_grid")
 lo, hi = c4.slider("Percentile range", 0, 100, (5, 95), key="pdp_pct")
-max_rows = int(c5.number_input("Rows", 50, 100_000, min(len(ctx.X), state.PDP_MAX_ROWS), step=100,
-                               key="pdp_rows", help="A seeded sample of this many rows lies behind "
-                               "the curves; fewer rows, a faster first view."))
+# bounds from the data: a small file has fewer rows than the usual least sample (50)
+rows_hi = min(n_rows, 100_000)
+max_rows = int(c5.number_input("Rows", min(50, rows_hi), rows_hi, min(n_rows, state.PDP_MAX_ROWS),
+                               step=100 if rows_hi >= 1_000 else 10 if rows_hi >= 100 else 1,
+                               key="pdp_rows", help=f"A seeded sample of this many rows (of {n_rows:,}) lies "
+                               "behind the curves; fewer rows, a faster first view."))
 features = (f1, f2) if two_d else (f1,)
 ci = state.pdp_class(ctx)
 

@@ -1,5 +1,10 @@
-"""Report page: export the current views as one HTML file with interactive figures."""
+"""Report page: export the current views as one HTML file with interactive figures.
+
+Before the download the page says what the file will hold (each part's title and
+what it shows) and, for every ticked part left out, why.
+"""
 import streamlit as st
+import streamlit.components.v1 as components
 
 from dashboard import state
 from dashboard.safe_text import file_name, md
@@ -9,25 +14,60 @@ st.title("Share a report")
 st.caption("One self-contained HTML file (interactive figures, no Python needed) with the views "
            "chosen on the other pages.")
 
+#: the SHAP page's ways of picking a row other than by its index: (column, ascending)
+_SORTED_PICKS = {"highest prediction": ("prediction", False), "lowest prediction": ("prediction", True),
+                 "largest error": ("error", False)}
+
+
+def shap_page_row() -> int:
+    """The row the SHAP page shows: picked by index, or from its sorted list (the same rules as that page)."""
+    spec = _SORTED_PICKS.get(st.session_state.get("shap_pick", "index"))
+    if spec is not None:
+        table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx)
+        if spec[0] in table:
+            top = table.sort_values(spec[0], ascending=spec[1], kind="stable").head(50).row.tolist()
+            picked = st.session_state.get("shap_row_sorted")
+            return int(picked) if picked in top else int(top[0])
+    picked = st.session_state.get("shap_row", 0)
+    try:
+        picked = int(picked)
+    except (TypeError, ValueError):
+        return 0
+    return picked if 0 <= picked < len(ctx.X) else 0
+
+
 feature = st.session_state.get("pdp_f1", ctx.X.columns[0])
 feature = feature if feature in ctx.X.columns else ctx.X.columns[0]
-row = int(st.session_state.get("shap_row", 0))
-row = row if 0 <= row < len(ctx.X) else 0
-c1, c2, c3, c4 = st.columns(4)
+row = shap_page_row()
+c1, c2, c3, c4, c5 = st.columns(5)
 want_summary = c1.checkbox("Model summary", True, key="rep_summary")
-want_pdp = c2.checkbox(f"PDP / ICE of {md(feature)}", True, key="rep_pdp")
-want_shap = c3.checkbox(f"SHAP waterfall of row {row}", True, key="rep_shap")
+want_pdp = c2.checkbox(f"PDP / ICE of {md(feature)}", True, key="rep_pdp",
+                       help="The feature picked on the PDP / ICE / ALE page.")
+want_shap = c3.checkbox(f"SHAP waterfall of row {row}", True, key="rep_shap",
+                        help="The row shown on the SHAP page (its position in the data, 0 is the first row).")
 want_imp = c4.checkbox("Importance comparison", True, key="rep_imp")
+want_inter = c5.checkbox("Feature interactions", False, key="rep_inter",
+                         help="The heatmap and the strongest pairs of the Interactions page (slower).")
 
 bar = st.progress(0.0, text="Preparing the report…")
 try:
-    html_doc, n_sections = state.report_html(ctx, feature, row, (want_summary, want_pdp, want_shap, want_imp), bar)
+    built = state.report_html(ctx, feature, row, (want_summary, want_pdp, want_shap, want_imp, want_inter), bar)
 except Exception as exc:
     bar.empty()
     state.show_error(exc)
     st.stop()
 bar.empty()
-st.download_button("Download the report (HTML)", html_doc.encode("utf-8"), type="primary",
+
+st.subheader("What the report will contain")
+if built.outline:
+    st.markdown("\n".join(f"- **{md(heading)}**" + (f" — {md(text)}" if text else "")
+                          for heading, text in built.outline))
+for notice in built.notices:
+    st.info(md(notice), icon=":material/info:")
+st.download_button("Download the report (HTML)", built.html.encode("utf-8"), type="primary",
                    file_name=file_name(f"glassbox_report_{ctx.name}.html"), mime="text/html",
                    key="rep_download")
-st.caption(f"{n_sections} section(s), {len(html_doc) / 1e6:.1f} MB (plotly.js is included once).")
+st.caption(f"{built.n_sections} section(s), {len(built.html) / 1e6:.1f} MB (plotly.js is included once).")
+if st.toggle("Show the report itself here", value=False, key="rep_show",
+             help="The file as it will open in a browser (a few MB: off by default)."):
+    components.html(built.html, height=900, scrolling=True)

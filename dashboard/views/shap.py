@@ -1,18 +1,28 @@
 """SHAP page: why one row gets its prediction, and which features drive many rows."""
 import streamlit as st
 
-from dashboard import figures, state
+from dashboard import figures, messages, state
+from dashboard.figures.style import fmt_number
 from dashboard.safe_text import code, csv_text, file_name, md
+from dashboard.state.compute import Working, attributions_frame
+
+
+def show_error(exc: BaseException) -> None:
+    """The exception in this page's words (what to click here), shown literally."""
+    st.error(md(messages.for_page(exc, "shap")), icon=":material/error:")
+
 
 ctx = state.current()
 st.title("Why this prediction?")
 
-table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx)
+table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx,
+                        notice=Working("Predicting every row…"))
 c1, c2, c3 = st.columns([2, 2, 1])
 pick_by = c1.radio("Pick a row by", ["index", "highest prediction", "lowest prediction"]
                    + (["largest error"] if "error" in table else []), horizontal=True, key="shap_pick")
 if pick_by == "index":
-    state.valid_choice("shap_row", list(range(len(ctx.X))))
+    # no valid_choice here: a row out of range for another model is reset by the widget itself,
+    # which also tells the browser (a value dropped from session state would stay in the box)
     row = int(c2.number_input(f"Row (0 – {len(ctx.X) - 1})", 0, len(ctx.X) - 1, 0, key="shap_row"))
 else:
     col, asc = {"highest prediction": ("prediction", False), "lowest prediction": ("prediction", True),
@@ -20,8 +30,8 @@ else:
     top = table.sort_values(col, ascending=asc, kind="stable").head(50)
     state.valid_choice("shap_row_sorted", top.row.tolist())
     row = int(c2.selectbox("Row", top.row.tolist(), key="shap_row_sorted",
-                           format_func=lambda r: f"row {r}: prediction {table.prediction[r]:.4g}"
-                           + (f", error {table.error[r]:.3g}" if "error" in table else "")))
+                           format_func=lambda r: f"row {r}: prediction {fmt_number(table.prediction[r])}"
+                           + (f", error {fmt_number(table.error[r])}" if "error" in table else "")))
 method = c3.selectbox("Method", state.SHAP_METHODS, key="shap_method")
 state.share_in_url(row=row)
 state.valid_choices("shap_mask", list(ctx.X.columns))
@@ -31,21 +41,26 @@ masked = st.multiselect("Treat as missing", list(ctx.X.columns), key="shap_mask"
 view = st.radio("View", ["waterfall", "force"], horizontal=True, key="shap_view")
 
 try:
-    res = state.explain_row(ctx, row, method, tuple(masked))
-    full = state.explain_row(ctx, row, method, ()) if masked else res
+    # a worker thread computes; the page shows that it runs (and Stop works) meanwhile
+    res = state.explain_row(ctx, row, method, tuple(masked), notice=Working(f"Explaining row {row}…"))
+    full = (state.explain_row(ctx, row, method, (), notice=Working(f"Explaining row {row} without masks…"))
+            if masked else res)
 except Exception as exc:
-    state.show_error(exc)
+    show_error(exc)
     st.stop()
 ci = state.shap_class(res, ctx)
 draw = figures.waterfall_figure if view == "waterfall" else figures.force_figure
-st.plotly_chart(draw(res, 0, class_index=ci, max_display=12), key="shap_local")
+st.plotly_chart(draw(res, 0, class_index=ci, max_display=12, row_label=row), key="shap_local")
 st.markdown(f"**{state.additivity_line(res, 0, ci)}**")
 if masked:
-    pick = (lambda a: a[0]) if ci is None else (lambda a: a[0, ci])
-    st.markdown(f"Full prediction f(x) = {pick(full.predictions):.6g} · with {md(', '.join(masked))} missing: "
-                f"f_S(x_S) = {pick(res.predictions):.6g}")
-st.caption(f"Method: {res.method} ({md(res.params.get('reason', ''))}); output: {res.output}.")
-st.download_button("Download this row's attributions (CSV)", csv_text(res.to_frame(), index=False).encode(),
+    pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
+    scale = max(abs(pick(full.predictions)), abs(pick(res.predictions)))
+    st.markdown(f"Full prediction f(x) = {fmt_number(pick(full.predictions), scale, digits=6)} · with "
+                f"{md(', '.join(masked))} missing: f_S(x_S) = {fmt_number(pick(res.predictions), scale, digits=6)}")
+st.caption(f"Method: {res.method} ({md(messages.reason(res.params.get('reason', ''), 'shap'))}); "
+           f"output: {res.output}.")
+row_frame = res.to_frame().assign(row=row)  # the row of the data, not 0 of this one-row result
+st.download_button("Download this row's attributions (CSV)", csv_text(row_frame, index=False).encode(),
                    file_name=file_name(f"shap_{ctx.name}_row{row}.csv"), mime="text/csv")
 
 st.divider()
@@ -86,7 +101,7 @@ if show:
                 st.warning("This batch run was computed for another model file than the one chosen here.")
     except Exception as exc:
         bar.empty()
-        state.show_error(exc)
+        show_error(exc)
         st.stop()
     bar.empty()
     gci = state.shap_class(glob, ctx)
@@ -95,10 +110,21 @@ if show:
     right.plotly_chart(figures.mean_abs_figure(glob, class_index=gci), key="shap_meanabs")
     d1, d2 = st.columns(2)
     state.valid_choice("shap_dep", list(glob.feature_names))
-    state.valid_choice("shap_dep_col", ["(none)"] + list(glob.feature_names))
+    strongest = "(strongest interaction)"
+    colour_options = ["(none)", strongest] + list(glob.feature_names)
+    state.valid_choice("shap_dep_col", colour_options)
     feat = d1.selectbox("Dependence of", list(glob.feature_names), key="shap_dep")
-    colour = d2.selectbox("Coloured by", ["(none)"] + list(glob.feature_names), key="shap_dep_col")
-    st.plotly_chart(figures.dependence_figure(glob, feat, None if colour == "(none)" else colour,
+    colour = d2.selectbox("Coloured by", colour_options, key="shap_dep_col",
+                          help="(strongest interaction): the feature whose interaction with this one is largest.")
+    if colour == strongest:
+        try:
+            colour = state.strongest_partner(ctx, feat)
+        except Exception:  # noqa: BLE001 - no interaction values for this model: plain dots
+            colour = None
+        st.caption(f"Coloured by {md(colour)}, the feature that interacts most with {md(feat)}." if colour
+                   else f"No feature interacts with {md(feat)}: the dots are not coloured.")
+    st.plotly_chart(figures.dependence_figure(glob, feat, None if colour in (None, "(none)") else colour,
                                               class_index=gci), key="shap_dependence")
-    st.download_button("Download the sample's attributions (CSV)", csv_text(glob.to_frame(), index=False).encode(),
+    st.download_button("Download the sample's attributions (CSV)",
+                       csv_text(attributions_frame(glob), index=False).encode(),
                        file_name=file_name(f"shap_{ctx.name}_sample.csv"), mime="text/csv")

@@ -1,61 +1,106 @@
-"""What-if page: edit a row's feature values and see the prediction and its reasons move."""
+"""What-if page: edit a row's feature values and see the prediction and its reasons move.
+
+The editors belong to one row of one model: their widget keys carry a token of
+(model, row). Streamlit's browser keeps a keyed widget's value by its key alone,
+so an editor reused for another row would show the previous row's value while
+the server starts from the new one; a new key per row gives fresh editors, and
+the old row's keys (and their kept copies, see ``state.keep_page_widgets``) are
+dropped. A blank cell stays blank (an empty box) unless the user types a value.
+"""
+import hashlib
+
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from dashboard import figures, state
 from dashboard.safe_text import md
 
+EDITOR = "whatif_ed_"  # editor keys: whatif_ed_<token>_<column position>
+
 ctx = state.current()
+n_rows = len(ctx.X)
 st.title("What if?")
 st.caption("Take a row, change its values within the data's range, and compare it with the original.")
 
-state.valid_choice("whatif_row", list(range(len(ctx.X))))
-row = int(st.number_input(f"Row (0 – {len(ctx.X) - 1})", 0, len(ctx.X) - 1, 0, key="whatif_row"))
+# no valid_choice here: a row out of range for another model is reset by the widget itself,
+# which also tells the browser (a value dropped from session state would stay in the browser's box)
+row = int(st.number_input(f"Row (0 – {n_rows - 1})", 0, n_rows - 1, 0, key="whatif_row",
+                          help="The row's position in the data file as loaded (0 is the first row)."))
 original = ctx.X.iloc[row]
-if st.session_state.get("whatif_for") != (ctx.key, row):
-    # a new row (or model): start the editors from this row's values
-    for col in ctx.X.columns:
-        st.session_state.pop(f"whatif_{col}", None)
-    st.session_state["whatif_for"] = (ctx.key, row)
+token = hashlib.sha256(f"{ctx.key}|{row}".encode()).hexdigest()[:12]
+prefix = f"{EDITOR}{token}_"
+if st.session_state.get("whatif_for") != token:
+    # another row (or model): drop the editors of the row before, and their kept copies
+    for key in [k for k in st.session_state.keys() if isinstance(k, str) and EDITOR in k and prefix not in k]:
+        del st.session_state[key]
+    st.session_state["whatif_for"] = token
+
+
+def _missing(v) -> bool:
+    return v is None or (not isinstance(v, str) and bool(pd.isna(v)))
+
+
+def _same(a, b) -> bool:
+    return (_missing(a) and _missing(b)) or (not _missing(a) and not _missing(b) and a == b)
+
+
+def _shown(v) -> str:
+    if _missing(v):
+        return "blank"
+    if isinstance(v, (float, np.floating, int, np.integer)) and not isinstance(v, bool):
+        return f"{v:g}"
+    return md(str(v))
+
 
 edited = {}
-with st.expander("Feature values", expanded=True):
+with st.expander(f"Feature values of row {row}", expanded=True):
+    if original.isna().any():
+        st.caption("An empty box is a blank (missing) cell of the data: it stays blank unless you type "
+                   "a value. Clear a box to make a value blank.")
     grid = st.columns(3)
     for i, col in enumerate(ctx.X.columns):
         series = ctx.X[col]
         box = grid[i % 3]
+        value = original[col]
         if series.dtype.kind in "biuf":
-            lo, hi = float(np.nanmin(series)), float(np.nanmax(series))
-            start = float(original[col]) if not np.isnan(original[col]) else float(np.nanmedian(series))
-            step = float(10 ** np.floor(np.log10((hi - lo) / 100))) if hi > lo else 1.0
-            edited[col] = box.number_input(md(col), min_value=lo, max_value=hi, value=min(max(start, lo), hi),
-                                           step=step, key=f"whatif_{col}", format="%g")
+            finite = series.to_numpy(dtype=float)
+            finite = finite[np.isfinite(finite)]
+            lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (None, None)
+            step = float(10 ** np.floor(np.log10((hi - lo) / 100))) if lo is not None and hi > lo else 1.0
+            start = None if _missing(value) else min(max(float(value), lo), hi)
+            edited[col] = box.number_input(md(col), min_value=lo, max_value=hi, value=start, step=step,
+                                           key=f"{prefix}{i}", format="%g", placeholder="blank")
         else:
             options = list(series.dropna().unique())
-            edited[col] = box.selectbox(md(col), options, index=options.index(original[col])
-                                        if original[col] in options else 0, key=f"whatif_{col}")
+            edited[col] = box.selectbox(md(col), options, index=None if _missing(value) or value not in options
+                                        else options.index(value), key=f"{prefix}{i}", placeholder="blank")
 state.valid_choices("whatif_mask", list(ctx.X.columns))
 missing = st.multiselect("Treat as missing", list(ctx.X.columns), key="whatif_mask")
 
+values = tuple(np.nan if _missing(edited[c]) else edited[c] for c in ctx.X.columns)
 try:
     before = state.explain_edited(ctx, tuple(original.tolist()), tuple(missing))
-    after = state.explain_edited(ctx, tuple(edited[c] for c in ctx.X.columns), tuple(missing))
+    after = state.explain_edited(ctx, values, tuple(missing))
 except Exception as exc:
     state.show_error(exc)
     st.stop()
 ci = state.shap_class(after, ctx)
 pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
 label = state.output_label(after, ci)
-changed = [c for c in ctx.X.columns if edited[c] != original[c]]
+changed = [c for c in ctx.X.columns if not _same(edited[c], original[c])]
 m1, m2, m3 = st.columns(3)
-m1.metric(f"Original {md(label)}", f"{pick(before.predictions):.4g}")
+m1.metric(f"Original {md(label)}", f"{pick(before.predictions):.4g}", help=f"Row {row} as in the data.")
 m2.metric(f"Edited {md(label)}", f"{pick(after.predictions):.4g}",
-          delta=f"{pick(after.predictions) - pick(before.predictions):+.4g}")
+          delta=f"{pick(after.predictions) - pick(before.predictions):+.4g}", help=f"Row {row} with your edits.")
 m3.metric("Features changed", len(changed))
 if changed:
-    st.caption("Changed: " + ", ".join(f"{md(c)}: {original[c]:g} → {edited[c]:g}" if isinstance(edited[c], float)
-                                       else f"{md(c)}: {md(original[c])} → {md(edited[c])}" for c in changed))
+    st.caption("Changed: " + ", ".join(f"{md(c)}: {_shown(original[c])} → {_shown(edited[c])}" for c in changed))
 left, right = st.columns(2)
-left.plotly_chart(figures.waterfall_figure(before, 0, class_index=ci, max_display=10), key="whatif_before")
-right.plotly_chart(figures.waterfall_figure(after, 0, class_index=ci, max_display=10), key="whatif_after")
-st.markdown(f"**Edited row: {state.additivity_line(after, 0, ci)}**")
+left.markdown(f"**Row {row} as in the data**")
+left.plotly_chart(figures.waterfall_figure(before, 0, class_index=ci, max_display=10, row_label=row),
+                  key="whatif_before")
+right.markdown(f"**Row {row} with your edits**")
+right.plotly_chart(figures.waterfall_figure(after, 0, class_index=ci, max_display=10, row_label=f"Row {row}, edited"),
+                   key="whatif_after")
+st.markdown(f"**Row {row}, edited: {state.additivity_line(after, 0, ci)}**")

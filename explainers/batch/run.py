@@ -8,12 +8,14 @@ finished rows and reports :class:`BatchProgress`; :func:`_run` is the loop.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
+import threading
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -33,16 +35,20 @@ ProgressCallback = Callable[["BatchProgress"], None]
 # ============================================================== results, progress
 @dataclass(frozen=True)
 class BatchProgress:
-    """Where a batch run stands; passed to the ``progress`` callback after each chunk.
+    """Where a batch run stands; passed to the ``progress`` callback after each chunk, and
+    within chunks as the workers report their rows (about every second, and at least every
+    few seconds while a row takes longer).
 
     Attributes
     ----------
     done_rows : int
-        Rows finished, including those of parts kept from an earlier run.
+        Rows finished, including those of parts kept from an earlier run and the rows
+        already done inside the chunks being computed.
     total_rows : int or None
         Rows in the file: exact for Parquet, estimated from line breaks for CSV.
     computed_rows : int
-        Rows computed by this run (excludes the kept parts).
+        Rows computed by this run (excludes the kept parts; includes the rows done so
+        far inside the chunks being computed).
     elapsed_s : float
         Seconds since this run started computing.
     rows_per_s : float
@@ -121,12 +127,62 @@ def _build_explainer(method: str, model, background, options: dict):
     return cls(model, background, **kwargs)
 
 
-def _run_explainer(explainer, X: pd.DataFrame, missing, nan_is_missing: bool, random_state: int):
+def _run_explainer(explainer, X: pd.DataFrame, missing, nan_is_missing: bool, random_state: int,
+                   progress=None):
     run = inspect.signature(explainer.explain).parameters
     kw = {"nan_is_missing": nan_is_missing}
     if "random_state" in run:
         kw["random_state"] = random_state
+    if progress is not None and "progress" in run:
+        kw["progress"] = progress
     return explainer.explain(X, missing, **kw)
+
+
+# ============================================================ progress within chunks
+#: seconds between a worker's reports of the rows it finished inside a chunk
+REPORT_EVERY_S = 1.0
+
+
+class _RowReporter:
+    """Sends "chunk ``index`` has ``rows`` rows done" to the parent, at most every
+    :data:`REPORT_EVERY_S` seconds. Picklable: the target is a queue (a thread queue
+    in-process, a multiprocessing manager's queue for loky and Dask workers), and a
+    queue that cannot be reached (a remote Dask worker) only loses these reports."""
+
+    def __init__(self, queue):
+        self.queue = queue
+
+    def __call__(self, index: int, rows: int, force: bool = False) -> None:
+        now = time.monotonic()
+        last = _LAST_REPORT.get(index)
+        if not force and last is not None and now - last < REPORT_EVERY_S:
+            return
+        _LAST_REPORT[index] = now
+        try:
+            self.queue.put_nowait((index, int(rows)))
+        except Exception:  # progress is a courtesy: never fail a chunk over it
+            pass
+
+
+#: per process: chunk index -> time of its last report
+_LAST_REPORT: dict[int, float] = {}
+
+
+def _drain(queue, tracker: "_Tracker", stop: threading.Event) -> None:
+    """Parent thread: pass the workers' row counts to the tracker, and report at least
+    every second while nothing arrives (so a slow row still shows the time running)."""
+    import queue as queue_mod
+
+    while not stop.is_set():
+        try:
+            index, rows = queue.get(timeout=REPORT_EVERY_S)
+        except (queue_mod.Empty, EOFError, OSError):
+            if not stop.is_set():
+                tracker.report()
+            continue
+        except Exception:  # the manager went away (the run is ending)
+            return
+        tracker.partial(index, rows)
 
 
 
@@ -150,6 +206,8 @@ class _Spec:
     random_state: int = 0
     multi: bool = False
     columns: tuple = ()
+    #: rows done inside a chunk go to the parent through this (None: no reports)
+    reporter: _RowReporter | None = None
     # importance
     scoring: str = ""
     n_repeats: int = 5
@@ -193,6 +251,7 @@ def _run_chunk(spec: _Spec, index: int, start: int, X: pd.DataFrame, y) -> dict:
     from threadpoolctl import threadpool_limits
 
     t0 = time.perf_counter()
+    _LAST_REPORT.pop(index, None)  # the chunk's first rows are reported at once
     # One BLAS thread and no nested joblib parallelism, in every kind of worker: a
     # forest's predict sums its trees in thread-completion order when it runs threads
     # (a Dask worker hands nested joblib calls its own threads), and BLAS splits sums
@@ -212,7 +271,7 @@ def _shap_chunk(spec: _Spec, explainer, index: int, start: int, X: pd.DataFrame)
     import pyarrow as pa
 
     n = len(X)
-    values, base_values, predictions = _explain_blocks(spec, explainer, X.reset_index(drop=True))
+    values, base_values, predictions = _explain_blocks(spec, explainer, X.reset_index(drop=True), index)
     cols = _part_columns(spec, start, n, values, base_values, predictions)
     table = pa.table(cols).replace_schema_metadata(
         {"glassbox.run_id": spec.run_id, "glassbox.chunk": str(index), "glassbox.start": str(start)}
@@ -220,14 +279,17 @@ def _shap_chunk(spec: _Spec, explainer, index: int, start: int, X: pd.DataFrame)
     _write_table_atomic(table, Path(spec.out) / _part_name(index, "shap"))
 
 
-def _explain_blocks(spec: _Spec, explainer, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """SHAP values, base values and predictions of the chunk's rows, explained in blocks."""
+def _explain_blocks(spec: _Spec, explainer, X: pd.DataFrame, index: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SHAP values, base values and predictions of the chunk's rows, explained in blocks;
+    the rows done inside the chunk go to ``spec.reporter`` as the explainer reports them."""
     missing = None if spec.missing is None else list(spec.missing)
     vals, base, pred = [], [], []
+    report = spec.reporter
     # blocks start at absolute multiples of block_rows (chunk starts are multiples too)
     for s in range(0, len(X), spec.block_rows):
+        progress = None if report is None else (lambda done, total, s=s: report(index, s + done))
         res = _run_explainer(explainer, X.iloc[s : s + spec.block_rows], missing,
-                             spec.nan_is_missing, spec.random_state)
+                             spec.nan_is_missing, spec.random_state, progress)
         vals.append(res.values)
         base.append(res.base_values)
         pred.append(res.predictions)
@@ -266,9 +328,13 @@ def _importance_chunk(spec: _Spec, model, index: int, start: int, X: pd.DataFram
     from ..importance import permutation_importance
 
     metric = _CHUNK_METRIC[spec.scoring]
+    n = len(X)
+    report = spec.reporter
+    # the chunk's share done, as rows: (features x repeats) shuffles scored of all
+    progress = None if report is None else (lambda done, total: report(index, n * done // max(total, 1)))
     res = permutation_importance(model, X.reset_index(drop=True), y.reset_index(drop=True),
                                  n_repeats=spec.n_repeats, scoring=metric,
-                                 random_state=_chunk_seed(spec.random_state, index))
+                                 random_state=_chunk_seed(spec.random_state, index), progress=progress)
     base = float(res.params["baseline_score"])
     perm = (base - res.raw).tolist()  # permuted scores, (p, n_repeats)
     stats = {"run_id": spec.run_id, "chunk": index, "start": start, "n": len(X),
@@ -287,8 +353,6 @@ class _Tracker:
     the input, and so counts kept parts, in its dispatch thread)."""
 
     def __init__(self, total: int | None, progress):
-        import threading
-
         self.total = total
         self.done_rows = 0
         self.computed = 0
@@ -296,7 +360,19 @@ class _Tracker:
         self.skipped = 0
         self.progress = progress
         self.lock = threading.Lock()
+        self.report_lock = threading.Lock()  # one report at a time (the drain thread reports too)
+        self.inflight: dict[int, int] = {}  # chunk index -> rows done inside it, while it runs
+        self.finished: set[int] = set()
         self.t0 = time.perf_counter()
+
+    def partial(self, index: int, rows: int) -> None:
+        """A worker's count of the rows done inside chunk ``index`` (late reports of a
+        finished chunk are ignored: its rows are counted by :meth:`add`)."""
+        with self.lock:
+            if index in self.finished:
+                return
+            self.inflight[index] = max(rows, self.inflight.get(index, 0))
+        self.report()
 
     def skip(self, rows: int) -> None:
         with self.lock:
@@ -309,20 +385,24 @@ class _Tracker:
             self.done_rows += res["rows"]
             self.computed += res["rows"]
             self.chunks_done += 1
+            self.finished.add(res["index"])
+            self.inflight.pop(res["index"], None)
         self.report()
 
     def report(self) -> None:
         if self.progress is None:
             return
-        with self.lock:
-            el = max(time.perf_counter() - self.t0, 1e-9)
-            rate = self.computed / el
-            eta = None
-            if self.total is not None and rate > 0:
-                eta = max(0.0, (self.total - self.done_rows) / rate)
-            event = BatchProgress(self.done_rows, self.total, self.computed, el, rate, eta,
-                                  self.chunks_done, self.skipped)
-        self.progress(event)
+        with self.report_lock:
+            with self.lock:
+                inside = sum(self.inflight.values())
+                done, computed = self.done_rows + inside, self.computed + inside
+                el = max(time.perf_counter() - self.t0, 1e-9)
+                rate = computed / el
+                eta = None
+                if self.total is not None and rate > 0:
+                    eta = max(0.0, (self.total - done) / rate)
+                event = BatchProgress(done, self.total, computed, el, rate, eta, self.chunks_done, self.skipped)
+            self.progress(event)
 
 
 @dataclass(frozen=True)
@@ -342,6 +422,46 @@ def _run(out: Path, resume: dict | None, spec: _Spec, src: _Source, cols: _Colum
     done = _done_parts(out, spec.kind, spec.run_id) if resume is not None else {}
     tracker = _Tracker(total_rows, progress)
     state = {"n_rows": 0, "n_chunks": 0}
+    with _row_reports(spec, tracker, warmup.jobs) as spec:
+        return _loop(out, spec, src, cols, chunk_rows, done, tracker, state, prime, warmup)
+
+
+@contextlib.contextmanager
+def _row_reports(spec: _Spec, tracker: _Tracker, jobs: int):
+    """``spec`` with a reporter of the rows done inside chunks, and the parent thread that
+    reads them, while the chunk loop runs (nothing when nobody watches the progress)."""
+    if tracker.progress is None:
+        yield spec
+        return
+    import queue as queue_mod
+
+    manager = None
+    if jobs == 1:
+        queue = queue_mod.Queue()
+    else:
+        # workers are other processes: a manager's queue reaches them (and a local Dask cluster);
+        # its server process ends soon after this one, however this one ends (a SIGKILL too)
+        from multiprocessing.managers import SyncManager
+
+        from .backends import _exit_with_parent
+
+        manager = SyncManager()
+        manager.start(initializer=_exit_with_parent, initargs=(os.getpid(),))
+        queue = manager.Queue()
+    stop = threading.Event()
+    drain = threading.Thread(target=_drain, args=(queue, tracker, stop), name="glassbox-batch-progress", daemon=True)
+    drain.start()
+    try:
+        yield replace(spec, reporter=_RowReporter(queue))
+    finally:
+        stop.set()
+        drain.join(timeout=5)
+        if manager is not None:
+            manager.shutdown()
+
+
+def _loop(out: Path, spec: _Spec, src: _Source, cols: _Columns, chunk_rows: int, done: dict, tracker: _Tracker,
+          state: dict, prime, warmup: _Warmup) -> _RunStats:
 
     def tasks():
         for index, start, table in _iter_tables(src, cols, chunk_rows):

@@ -392,7 +392,7 @@ def _sample_background(src: _Source, cols: _Columns, n: int, seed: int, chunk_ro
     if best_rows is None or len(best_rows) == 0:
         raise InvalidDataError(
             "Every row of the data has a missing value, so none can serve as background. "
-            "Fill the missing values, or use --method tree (path-dependent) which needs no background."
+            "Fill the missing values, or use method='tree' (path-dependent), which needs no background."
         )
     order = np.argsort(best_pos, kind="stable")
     return best_rows.iloc[order].reset_index(drop=True), best_pos[order]

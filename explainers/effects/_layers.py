@@ -160,7 +160,7 @@ def _mlp_parts(final, adapter):
                 return A
         else:  # multilabel or something unexpected
             return None
-        # MLPClassifier has no decision_function: "raw" falls back to proba
+        # an MLPClassifier has no decision function: ModelAdapter refuses output="raw" for it
         head = _classifier_head(proba, None, adapter.output, k)
         if head is None:
             return None

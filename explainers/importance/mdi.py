@@ -100,13 +100,26 @@ def _check_tree_model(est, fam) -> None:
 
     forests, boosting, hist = fam["forest"], fam["gb"], fam["hgb"]
     if not isinstance(est, (BaseDecisionTree, *forests, *boosting, *hist)):
+        name = type(est).__name__
+        if _foreign_trees(est):
+            why = (f"a {name} keeps its trees in its own library's format, which mdi does not read "
+                   "(its own feature_importances_ uses that library's definitions)")
+        else:
+            why = f"a {name} has no trees, so it has no impurity decrease"
         raise InvalidModelError(
             f"mdi needs a scikit-learn tree model (a decision tree, random forest, extra "
-            f"trees or gradient boosting); a {type(est).__name__} has no trees, so it has no "
-            "impurity decrease. Use permutation_importance or shap_importance instead."
+            f"trees or gradient boosting); {why}. Use permutation_importance or "
+            "shap_importance instead."
         )
     if isinstance(est, BaseEstimator):
         ModelAdapter(est)  # raises InvalidModelError with a fix when not fitted
+
+
+def _foreign_trees(est) -> bool:
+    """Whether ``est`` is a tree ensemble of another library (XGBoost, LightGBM, CatBoost)."""
+    module = type(est).__module__.split(".")[0]
+    name = type(est).__name__
+    return module in ("xgboost", "lightgbm", "catboost") or name.startswith(("XGB", "LGBM", "CatBoost"))
 
 
 def _final_feature_names(preprocessor, estimator, feature_names) -> list[str]:

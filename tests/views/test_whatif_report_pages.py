@@ -21,7 +21,7 @@ def test_whatif_edit_moves_the_prediction(demo_cards):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Original prediction"] == metrics["Edited prediction"]
     model, X = _model(name, demo_cards[name])
-    at.number_input(key="whatif_bmi").set_value(35.0).run()
+    next(w for w in at.number_input if w.label == "bmi").set_value(35.0).run()
     assert not at.exception
     edited = X.iloc[[0]].copy()
     edited["bmi"] = 35.0
@@ -42,7 +42,7 @@ def test_whatif_edit_moves_the_prediction(demo_cards):
 
 def test_whatif_bounds_come_from_the_data(demo_cards):
     at = _page("views/whatif.py", "wine_gb")
-    box = at.number_input(key="whatif_alcohol")
+    box = next(w for w in at.number_input if w.label == "alcohol")
     feat = {f["name"]: f for f in demo_cards["wine_gb"]["features"]}["alcohol"]
     assert box.min == pytest.approx(feat["min"]) and box.max == pytest.approx(feat["max"])
 

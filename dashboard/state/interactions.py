@@ -1,0 +1,294 @@
+"""The cached computations of the Interactions page: SHAP interaction values and Friedman's H.
+
+Keyed like :mod:`.compute` by the model and data fingerprints plus every setting
+(rows, measure, features, class), in the process-wide
+:func:`~dashboard.state.cache.result_cache`, so a progress bar can be passed in.
+
+- :func:`interaction_method`: which SHAP interaction values this model gets (Tree
+  SHAP, exact SHAP for a few features, or none: the H statistic only), and why
+- :func:`shap_interactions`: SHAP interaction values of a seeded sample of rows
+- :func:`h_pairs` / :func:`h_overall`: Friedman's H for pairs of features / per feature
+- :func:`strongest_partner`: the feature that interacts most with a given one (for
+  the SHAP page's dependence plot)
+- :func:`report_section`: the interactions part of the HTML report
+- :func:`interaction_error`: an exception as a sentence for the page (no code names)
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from explainers import ExplainerError
+
+from .cache import result_cache
+from .compute import background, sample_rows
+from .context import ModelContext, error_message
+from .session import class_index
+
+#: SHAP interaction values on the page: rows in the seeded sample by default (tree models)
+SHAP_ROWS = 500
+#: rows by default when the values come from the exact game (every coalition of every row)
+EXACT_ROWS = 200
+#: most features for exact SHAP interaction values (2**p coalitions per row)
+EXACT_MAX_FEATURES = 10
+#: background rows of the exact game
+EXACT_BACKGROUND = 30
+#: model evaluations (rows x 2**p x background) the exact game may spend: fewer rows above that
+EXACT_EVAL_BUDGET = 4_000_000
+#: rows behind Friedman's H (brute force costs about rows**2 predictions per pair)
+H_ROWS = 300
+#: features on the heatmap (the strongest by total interaction)
+MAX_FEATURES = 12
+#: the page's measures
+SHAP_MEASURE = "SHAP interaction"
+H_MEASURE = "H statistic"
+MEASURES = (SHAP_MEASURE, H_MEASURE)
+
+
+# ------------------------------------------------------------------- method
+def interaction_method(ctx: ModelContext) -> tuple[str | None, str]:
+    """("tree" | "exact" | None, a sentence for the page saying why).
+
+    Tree models get Tree SHAP (path-dependent, exact and fast); other models with at
+    most :data:`EXACT_MAX_FEATURES` features the exact coalition game over a small
+    background; the rest no SHAP interaction values (the page shows the H statistic).
+    """
+    from explainers.shap import TreeShap
+
+    p = ctx.X.shape[1]
+    if p < 2:
+        return None, (f"Interactions need at least two features; this model has {p}.")
+    numeric = all(ctx.X[c].dtype.kind in "biuf" for c in ctx.X.columns)
+    if TreeShap.supports(ctx.model) and numeric:
+        return "tree", "tree SHAP (exact for tree models; path-dependent, no background needed)"
+    if p <= EXACT_MAX_FEATURES:
+        return "exact", (f"exact SHAP: every coalition of the {p} features, with a background of "
+                         f"{EXACT_BACKGROUND} rows standing in for absent features")
+    return None, (f"SHAP interaction values are computed for tree models, or for models with at most "
+                  f"{EXACT_MAX_FEATURES} features; this model has {p}. The page shows Friedman's H "
+                  "statistic instead.")
+
+
+def shap_rows_used(ctx: ModelContext, method: str | None, n_rows: int) -> int:
+    """Rows the SHAP interaction values are computed on: the sample asked for, all rows when there are
+    fewer, and for the exact game no more than :data:`EXACT_EVAL_BUDGET` model evaluations allow."""
+    n = min(int(n_rows), len(ctx.X))
+    if method == "exact":
+        per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X))
+        n = min(n, max(20, EXACT_EVAL_BUDGET // per_row))
+    return max(1, min(n, len(ctx.X)))
+
+
+def h_rows_used(ctx: ModelContext, n_rows: int) -> int:
+    """Rows behind the H statistic: the sample asked for, at most :data:`H_ROWS`."""
+    return max(2, min(int(n_rows), H_ROWS, len(ctx.X)))
+
+
+def h_class(ctx: ModelContext) -> int | None:
+    """The sidebar's class as the H statistic's class_index (None for regression)."""
+    return None if ctx.classes is None else class_index(ctx)
+
+
+# ---------------------------------------------------------- cached results
+def shap_interactions(ctx: ModelContext, n_rows: int = SHAP_ROWS, progress=None):
+    """SHAP interaction values (a ``ShapInteractionResult``) of a seeded sample of rows.
+
+    Every output (class) is kept: pick one with ``result.select(class_index)``.
+    Raises ExplainerError when the model gets no SHAP interaction values.
+    """
+    method, reason = interaction_method(ctx)
+    if method is None:
+        raise ExplainerError(reason)
+    n = shap_rows_used(ctx, method, n_rows)
+
+    def compute():
+        rows = sample_rows(ctx, n)
+        if method == "tree":
+            from explainers.shap import TreeShap
+
+            return TreeShap(ctx.model).interactions(rows, nan_is_missing="auto", progress=progress)
+        from explainers.shap import ExactShap
+
+        return ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND)).interactions(rows, progress=progress)
+
+    return result_cache().get_or_compute(("interactions_shap", ctx.model_key, ctx.data_key, n, method), compute)
+
+
+def h_pairs(ctx: ModelContext, features: tuple[str, ...], n_rows: int = H_ROWS):
+    """Friedman's H of every pair of ``features`` (and each one's overall H), for the sidebar's class."""
+    n = h_rows_used(ctx, n_rows)
+    ci = h_class(ctx)
+
+    def compute():
+        from explainers.interactions import h_statistic
+
+        return h_statistic(ctx.model, sample_rows(ctx, n), features=list(features), sample=None, class_index=ci)
+
+    return result_cache().get_or_compute(("interactions_h", ctx.model_key, ctx.data_key, n, ci, tuple(features)),
+                                         compute)
+
+
+def h_overall(ctx: ModelContext, n_rows: int = H_ROWS):
+    """Friedman's overall H of every feature (how much of it is interaction with any other), for ranking.
+
+    Its ``pairs`` hold one pair only (the first two features): use :func:`h_pairs` for pairs.
+    """
+    n = h_rows_used(ctx, n_rows)
+    ci = h_class(ctx)
+    cols = list(ctx.X.columns)
+
+    def compute():
+        from explainers.interactions import h_statistic
+
+        return h_statistic(ctx.model, sample_rows(ctx, n), pairs=[(cols[0], cols[1])], features=cols,
+                           sample=None, class_index=ci)
+
+    return result_cache().get_or_compute(("interactions_h_overall", ctx.model_key, ctx.data_key, n, ci), compute)
+
+
+def interaction_class(res, ctx: ModelContext) -> int | None:
+    """The sidebar's class as an output index of a SHAP interaction result (None for one output)."""
+    if res.values.ndim == 3:
+        return None
+    k = res.values.shape[3]
+    ci = class_index(ctx)
+    return ci if ci < k else k - 1
+
+
+def heatmap_features(ctx: ModelContext, measure: str, shap_res=None, n_rows: int = H_ROWS) -> tuple[list[str], object]:
+    """(the heatmap's features, strongest first; Friedman's H of their pairs), cached.
+
+    SHAP measure (``shap_res`` from :func:`shap_interactions`): the :data:`MAX_FEATURES`
+    features with the largest total SHAP interaction. H measure: those with the
+    largest overall H (all of them when there are no more). H is computed for the
+    pairs of the chosen features either way (the page's table shows both measures).
+    """
+    from dashboard.figures.interactions import interaction_strength, top_features
+
+    cols = list(ctx.X.columns)
+    if measure == SHAP_MEASURE and shap_res is not None:
+        strength = interaction_strength(shap_res, class_index=interaction_class(shap_res, ctx))
+        feats = top_features(strength, MAX_FEATURES)
+    elif len(cols) <= MAX_FEATURES:
+        feats = cols
+    else:
+        overall = h_overall(ctx, n_rows)
+        order = np.argsort(-np.nan_to_num(overall.overall), kind="stable")[:MAX_FEATURES]
+        feats = [overall.feature_names[i] for i in order]
+    h_res = h_pairs(ctx, tuple(feats), n_rows)
+    if measure != SHAP_MEASURE or shap_res is None:
+        feats = top_features(interaction_strength(h_res), MAX_FEATURES)
+    return feats, h_res
+
+
+def strongest_partner(ctx: ModelContext, feature: str, n_rows: int = SHAP_ROWS) -> str | None:
+    """The feature whose interaction with ``feature`` is strongest, for the sidebar's class.
+
+    By mean |SHAP interaction| where the model gets SHAP interaction values, else by
+    Friedman's H of ``feature`` with each other feature. None when every interaction is 0
+    (an additive model) or there is no other feature. Cached like the page's results.
+    """
+    from dashboard.figures.interactions import interaction_strength
+
+    cols = list(ctx.X.columns)
+    if feature not in cols or len(cols) < 2:
+        return None
+    method, _ = interaction_method(ctx)
+    if method is not None:
+        res = shap_interactions(ctx, n_rows)
+        strength = interaction_strength(res, class_index=interaction_class(res, ctx))
+        scale = _shap_scale(res, interaction_class(res, ctx))
+    else:
+        n = h_rows_used(ctx, n_rows)
+        ci = h_class(ctx)
+
+        def compute():
+            from explainers.interactions import h_statistic
+
+            return h_statistic(ctx.model, sample_rows(ctx, n), pairs=[(feature, c) for c in cols if c != feature],
+                               sample=None, class_index=ci)
+
+        res = result_cache().get_or_compute(
+            ("interactions_h_partner", ctx.model_key, ctx.data_key, n, ci, feature), compute)
+        strength = interaction_strength(res)
+        scale = 1.0
+    row = strength.loc[feature].drop(feature).astype(float)
+    if row.isna().all() or not (row.max() > 1e-9 * scale):
+        return None
+    return str(row.idxmax())
+
+
+def _shap_scale(res, ci) -> float:
+    """Mean |SHAP value| of the result's output: the scale an interaction is rounding noise against."""
+    vals = res.shap_values if ci is None else res.shap_values[..., ci]
+    return float(np.abs(vals).mean()) or 1.0
+
+
+def no_interactions(strength, scale: float) -> bool:
+    """Whether every off-diagonal value is rounding noise next to ``scale`` (an additive model)."""
+    vals = np.asarray(strength, dtype=float)
+    vals = vals[np.isfinite(vals)]
+    return vals.size > 0 and float(np.abs(vals).max()) <= 1e-9 * max(scale, 1e-300)
+
+
+# ------------------------------------------------------------------ report
+def report_section(ctx: ModelContext, n_rows: int = SHAP_ROWS):
+    """The report's interactions part: a :class:`dashboard.report.Section` with the heatmap
+    (SHAP interaction where the model gets it, else H) and the ten strongest pairs.
+
+    Raises what the computation raises; the report turns it into a notice.
+    """
+    from dashboard import report
+    from dashboard.figures.interactions import interaction_heatmap_figure, interaction_pairs_frame
+
+    method, _ = interaction_method(ctx)
+    measure = SHAP_MEASURE if method is not None else H_MEASURE
+    shap_res = shap_interactions(ctx, n_rows) if method is not None else None
+    feats, h_res = heatmap_features(ctx, measure, shap_res)
+    ci = interaction_class(shap_res, ctx) if shap_res is not None else None
+    shown = shap_res if measure == SHAP_MEASURE else h_res
+    fig = interaction_heatmap_figure(shown, features=feats, class_index=ci)
+    table = interaction_pairs_frame(shap_res, h_res, feats, class_index=ci, sort_by=measure).head(10)
+    table = table.drop(columns=["feature", "other"] + (["mean_abs_shap_interaction"] if shap_res is None else []))
+    table = table.rename(columns={"mean_abs_shap_interaction": "mean |SHAP interaction|", "h_statistic": "H"})
+    rows = (f"SHAP interaction values of {shap_res.n_rows:,} rows; " if shap_res is not None else "")
+    caption = (f"How strongly pairs of features act together ({measure}): {rows}Friedman's H on "
+               f"{h_res.n_rows:,} rows. The table lists the ten strongest pairs.")
+    return report.Section("Feature interactions", caption, figure=fig, table=table.set_index("pair"))
+
+
+# ------------------------------------------------------------------ errors
+#: a call, a dotted name, a keyword argument or a CamelCase class name: Python, not words for the page
+_CODE = re.compile(r"\w+\(|\w\.\w+|\w+=|\b[A-Z][a-z]+[A-Z]\w*|\*\*")
+
+
+def plain_reason(exc: BaseException) -> str:
+    """The sentences of an exception's message that name no Python code ('' when none is left).
+
+    explainers' messages say how to call it from Python (``TreeShap(model).interactions(X)``);
+    the page says what to click instead.
+    """
+    if not isinstance(exc, ExplainerError):
+        return error_message(exc)
+    sentences = re.split(r"(?<=[.!?])\s+", str(exc).strip())
+    kept = [t for t in sentences if t and not _CODE.search(t)]
+    return " ".join(kept)
+
+
+def interaction_error(exc: BaseException, *, fallback: bool = False) -> str:
+    """The exception as sentences for the page, saying what to click, never naming code.
+
+    ``fallback``: the SHAP interaction values failed and the page goes on with the H statistic.
+    """
+    text = str(exc)
+    if "coalitions" in text or "max_evals" in text:
+        reason = "this model has too many features for exact SHAP interaction values."
+    elif "numbers only" in text or "non-numeric" in text:
+        reason = "SHAP interaction values need numeric columns, and this data has text columns."
+    else:
+        reason = plain_reason(exc) or "they cannot be computed for this model and data."
+    if fallback:
+        return f"No SHAP interaction values: {reason} The page shows Friedman's H statistic instead."
+    return (f"The interactions cannot be computed: {reason} Pick fewer rows above, the other measure, or "
+            "another model on the Model page.")

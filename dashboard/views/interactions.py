@@ -1,0 +1,181 @@
+"""Interactions page: which pairs of features act together, and how one pair does."""
+import streamlit as st
+
+from dashboard import figures, state
+from dashboard.figures import interactions as ifig
+from dashboard.safe_text import csv_text, file_name, md
+from dashboard.state import interactions as ia
+
+ctx = state.current()
+st.title("Which features act together?")
+st.caption("Two features interact when the effect of one depends on the value of the other. The heatmap "
+           "shows how strongly each pair of the most interacting features does; click a cell (or pick two "
+           "features below) to see how.")
+
+cols = list(ctx.X.columns)
+if len(cols) < 2 or len(ctx.X) < 2:
+    st.info(f"Interactions need at least two features and two rows; this data has {len(cols)} feature(s) and "
+            f"{len(ctx.X)} row(s). Load another model or data file on the Model page.", icon=":material/info:")
+    st.stop()
+
+method, reason = ia.interaction_method(ctx)
+c1, c2 = st.columns([3, 1])
+measures = list(ia.MEASURES) if method is not None else [ia.H_MEASURE]
+state.valid_choice("ia_measure", measures)
+measure = c1.radio("Measure", measures, horizontal=True, key="ia_measure",
+                   help="SHAP interaction: the mean size of each pair's joint share of the prediction "
+                        "(in the model's output units). H statistic: the share of the pair's joint partial "
+                        "dependence that their separate effects do not explain (0 = none, 1 = all).")
+rows_key = f"ia_rows_{method or 'h'}"
+default_rows = {"tree": ia.SHAP_ROWS, "exact": ia.EXACT_ROWS}.get(method, ia.H_ROWS)
+rows_hi = max(2, min(len(ctx.X), 5_000))
+rows_lo = min(20, rows_hi)
+if rows_key in st.session_state and not rows_lo <= st.session_state[rows_key] <= rows_hi:
+    del st.session_state[rows_key]
+n_rows = int(c2.number_input(
+    "Rows in the sample", rows_lo, rows_hi, min(default_rows, rows_hi), step=50 if rows_hi >= 500 else 1,
+    key=rows_key, help=f"A seeded sample of this many rows (of {len(ctx.X):,}) lies behind the numbers; the H "
+                       f"statistic uses at most {ia.H_ROWS} of them (it costs about rows² predictions per pair)."))
+if method is None:
+    st.info(md(reason), icon=":material/info:")
+
+bar = st.progress(0.0, text="Computing interactions…")
+shap_res = None
+if method is not None:
+    try:
+        shap_res = ia.shap_interactions(ctx, n_rows, state.ProgressBar(bar, "SHAP interaction values: rows"))
+    except Exception as exc:
+        st.warning(md(ia.interaction_error(exc, fallback=True)), icon=":material/warning:")
+if shap_res is None and measure == ia.SHAP_MEASURE:
+    measure = ia.H_MEASURE
+bar.progress(0.8, text="Friedman's H statistic of the pairs…")
+try:
+    feats, h_res = ia.heatmap_features(ctx, measure, shap_res, n_rows)
+except Exception as exc:
+    bar.empty()
+    st.error(md(ia.interaction_error(exc)), icon=":material/error:")
+    st.stop()
+bar.empty()
+
+sci = ia.interaction_class(shap_res, ctx) if shap_res is not None else None
+shown = shap_res if measure == ia.SHAP_MEASURE else h_res
+table = ifig.interaction_pairs_frame(shap_res, h_res, feats, class_index=sci, sort_by=measure)
+
+# ------------------------------------------------------------ the pair picked
+F1, F2 = "ia_f1", "ia_f2"
+if F1 not in st.session_state and st.query_params.get("f1") in cols:  # a shared link
+    st.session_state[F1] = st.query_params.get("f1")
+    if st.query_params.get("f2") in cols:
+        st.session_state[F2] = st.query_params.get("f2")
+state.valid_choice(F1, cols)
+if F1 not in st.session_state:
+    st.session_state[F1] = str(table.feature.iloc[0]) if len(table) else cols[0]
+partners = [c for c in cols if c != st.session_state[F1]]
+state.valid_choice(F2, partners)
+if F2 not in st.session_state:
+    first = st.session_state[F1]
+    strength = ifig.interaction_strength(shown, class_index=sci if shown is shap_res else None)
+    best = None
+    if first in strength.index:
+        row = strength.loc[first].drop(first, errors="ignore").astype(float).dropna()
+        best = str(row.idxmax()) if len(row) else None
+    st.session_state[F2] = best if best in partners else partners[0]
+
+
+def _on_click(features=tuple(feats)):
+    """A heatmap cell was clicked: its pair becomes the picked pair."""
+    event = st.session_state.get("interactions_heatmap")
+    points = getattr(getattr(event, "selection", None), "points", None) if event is not None else None
+    if points is None and isinstance(event, dict):
+        points = event.get("selection", {}).get("points")
+    pair = ifig.pair_from_selection(points, list(features))
+    if pair is not None:
+        st.session_state[F1], st.session_state[F2] = pair
+
+
+def _rows(n: int) -> str:
+    """How many of the data's rows a number rests on."""
+    return f"all {n:,} rows" if n >= len(ctx.X) else f"a seeded sample of {n:,} of {len(ctx.X):,} rows"
+
+
+# -------------------------------------------------------- heatmap and table
+left, right = st.columns([3, 2])
+heat = ifig.interaction_heatmap_figure(shown, features=feats, class_index=sci if shown is shap_res else None,
+                                       highlight=(st.session_state[F1], st.session_state[F2]))
+left.plotly_chart(heat, key="interactions_heatmap", on_select=_on_click, selection_mode="points")
+scale = (ifig.noise_scale(shap_res, sci) if shown is shap_res else 1.0)
+strength_shown = ifig.interaction_strength(shown, class_index=sci if shown is shap_res else None).loc[feats, feats]
+if ia.no_interactions(strength_shown.to_numpy(), scale):
+    what = "SHAP interaction value" if shown is shap_res else "H statistic"
+    left.info(f"No interactions: every pair's {what} is 0. This model adds up one separate effect per feature "
+              "(it is additive, like a linear model), so no feature changes how another one acts.",
+              icon=":material/info:")
+with right:
+    st.markdown(f"**Pairs, strongest first** (by {measure})")
+    shown_table = table[["pair", "mean_abs_shap_interaction", "h_statistic"]]
+    if shap_res is None:
+        shown_table = shown_table.drop(columns="mean_abs_shap_interaction")
+    st.dataframe(shown_table, hide_index=True, height=min(420, 38 + 35 * len(shown_table)),
+                 column_config={
+                     "pair": st.column_config.TextColumn("pair"),
+                     "mean_abs_shap_interaction": st.column_config.NumberColumn(
+                         "mean |interaction|", format="%.4g",
+                         help="Mean over the rows of |φᵢⱼ + φⱼᵢ|: the pair's joint share of the prediction."),
+                     "h_statistic": st.column_config.NumberColumn("H", format="%.3f",
+                                                                  help="Friedman's H statistic of the pair."),
+                 })
+    st.download_button("Download the pairs (CSV)", csv_text(table, index=False).encode(),
+                       file_name=file_name(f"interactions_{ctx.name}.csv"), mime="text/csv",
+                       key="interactions_csv")
+
+
+parts = []
+if shap_res is not None:
+    parts.append(f"SHAP interaction values of {_rows(shap_res.n_rows)}, by {reason}; output: "
+                 f"{md(ifig.output_label(shap_res, sci))}")
+parts.append(f"Friedman's H on {_rows(h_res.n_rows)}"
+             + (f", for P({md(h_res.output_name)})" if ctx.classes is not None else ""))
+st.caption(". ".join(parts) + f". {len(feats)} of {len(cols)} features shown: those with the largest total "
+           "interaction.")
+
+# ----------------------------------------------------------------- one pair
+st.divider()
+st.subheader("One pair")
+p1, p2 = st.columns(2)
+f1 = p1.selectbox("Feature", cols, key=F1)
+f2 = p2.selectbox("Interacting with", [c for c in cols if c != f1], key=F2)
+state.share_in_url(f1=f1, f2=f2)
+st.caption("Click a cell of the heatmap, or pick the two features here.")
+
+d1, d2, d3 = st.columns(3)
+with d1:
+    if shap_res is not None:
+        st.plotly_chart(ifig.interaction_dependence_figure(shap_res, f1, f2, class_index=sci),
+                        key="interactions_dependence")
+    else:
+        st.info("The SHAP interaction plot needs SHAP interaction values, which this model does not get here "
+                "(see above). The partial dependence and ALE of the pair are beside it.", icon=":material/info:")
+ci = state.pdp_class(ctx)
+with d2:
+    try:
+        pdp_fig = figures.pdp2d_figure(state.pdp(ctx, (f1, f2), 20, (0.05, 0.95)), class_index=ci)
+        pdp_fig.update_layout(title_text="2D partial dependence")  # the axes name the pair: a title that fits a third
+        st.plotly_chart(pdp_fig, key="interactions_pdp")
+    except Exception as exc:
+        state.show_error(exc)
+numeric = all(ctx.X[c].dtype.kind in "biuf" for c in (f1, f2))
+with d3:
+    if numeric:
+        try:
+            ale_fig = figures.ale2d_figure(state.ale(ctx, (f1, f2), 10), class_index=ci)
+            ale_fig.update_layout(title_text="Second-order ALE (the interaction alone)")
+            st.plotly_chart(ale_fig, key="interactions_ale")
+        except Exception as exc:
+            state.show_error(exc)
+    else:
+        st.info("The second-order ALE needs two numeric features; pick numeric features to see it.",
+                icon=":material/info:")
+st.caption("Left: each dot is a row; its height is the pair's SHAP interaction (φᵢⱼ + φⱼᵢ: what the two "
+           "features add together beyond their separate effects), its colour the partner's value. Middle: "
+           "the 2D partial dependence (both effects and their interaction). Right: the second-order ALE, the "
+           "interaction alone, from changes within the data's own cells.")

@@ -1,0 +1,221 @@
+"""The Interactions page through AppTest: the heatmap carries the explainers' numbers.
+
+The page runs inside the real dashboard/app.py (tests/views/_interactions_app.py adds it
+to the navigation until app.py registers it).
+"""
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from dashboard.state import interactions as ia
+from explainers import ExplainerError
+from explainers.interactions import h_statistic
+from explainers.shap import TreeShap
+from tests.plotly_json import array, figures
+from tests.views._app import load_demo
+
+ENTRY = str(Path(__file__).resolve().parent / "_interactions_app.py")
+PAGE = "../../dashboard/views/interactions.py"  # relative to the entry script
+
+
+def _open(demo: str, query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(ENTRY, default_timeout=300)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    if demo != state.DEFAULT_DEMO and not (query and "model" in query):
+        at.sidebar.selectbox(key=state.ACTIVE).set_value(demo).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _sample(demo: str, n: int):
+    """The rows the page explains: the dashboard's seeded sample of this demo's data."""
+    return state.sample_rows(state.demo_context(demo), n)
+
+
+def _heatmap(at):
+    fig = figures(at)[0]
+    heat = fig["data"][0]
+    assert heat["type"] == "heatmap"
+    feats = [str(v) for v in array(heat["x"])]
+    return fig, feats, array(heat["z"]).astype(float)
+
+
+def _texts(at) -> str:
+    return " ".join(str(e.value) for kind in ("markdown", "caption", "info", "warning", "error") for e in at.get(kind))
+
+
+def test_housing_latitude_longitude_is_the_strongest_pair(demo_cards):
+    at = _open("housing_gb")
+    fig, feats, z = _heatmap(at)
+    model, ds, _ = load_demo("housing_gb")
+    rows = _sample("housing_gb", ia.SHAP_ROWS)
+    assert len(rows) == 500 and rows.equals(ds.X.loc[rows.index])
+    res = TreeShap(model).interactions(rows)
+    pos = [res.feature_names.index(f) for f in feats]
+    expected = 2 * res.mean_abs()[np.ix_(pos, pos)]  # mean |phi_ij + phi_ji| over the 500 rows
+    off = ~np.eye(len(feats), dtype=bool)
+    np.testing.assert_allclose(z[off], expected[off], rtol=1e-12, atol=0)
+    assert np.isnan(z[~off]).all()
+    # latitude x longitude: the strongest pair by SHAP interaction, on the heatmap and in the table
+    a, b = np.unravel_index(np.nanargmax(z), z.shape)
+    assert {feats[a], feats[b]} == {"latitude", "longitude"}
+    assert set(feats[:2]) == {"latitude", "longitude"}
+    table = at.dataframe[0].value
+    assert set(table.pair.iloc[0].split(" × ")) == {"latitude", "longitude"}
+    assert table.mean_abs_shap_interaction.is_monotonic_decreasing
+    assert table.mean_abs_shap_interaction.iloc[0] == pytest.approx(np.nanmax(z), rel=1e-12)
+    # how many rows: 500 of the 2,000 for SHAP, 300 for H
+    assert "a seeded sample of 500 of 2,000 rows" in _texts(at)
+    assert "Friedman's H on a seeded sample of 300 of 2,000 rows" in _texts(at)
+    # the strongest pair is picked by default: its dependence scatter, 2D PDP and ALE side by side
+    assert {at.selectbox(key="ia_f1").value, at.selectbox(key="ia_f2").value} == {"latitude", "longitude"}
+    figs = figures(at)
+    assert len(figs) == 4
+    assert [f["data"][0]["type"] for f in figs[1:]] == ["scatter", "heatmap", "heatmap"]
+    assert "ALE" in figs[3]["layout"]["title"]["text"]
+    assert at.query_params["f1"] == at.selectbox(key="ia_f1").value
+
+
+def test_pick_a_pair_shows_its_interaction_values(demo_cards):
+    at = _open("housing_gb")
+    at.selectbox(key="ia_f1").set_value("median_income").run()
+    at.selectbox(key="ia_f2").set_value("house_age").run()
+    assert not at.exception
+    figs = figures(at)
+    assert len(figs) == 4
+    dep = figs[1]["data"][0]
+    model, ds, _ = load_demo("housing_gb")
+    rows = _sample("housing_gb", ia.SHAP_ROWS)
+    res = TreeShap(model).interactions(rows)
+    i, j = res.feature_names.index("median_income"), res.feature_names.index("house_age")
+    np.testing.assert_array_equal(array(dep["x"]).astype(float), rows["median_income"].to_numpy())
+    np.testing.assert_allclose(array(dep["y"]).astype(float), res.values[:, i, j] + res.values[:, j, i],
+                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(array(dep["marker"]["color"]).astype(float), rows["house_age"].to_numpy())
+    # the picked pair is outlined on the heatmap, and kept in the URL
+    fig, feats, _ = _heatmap(at)
+    outlined = {(feats[int(s["y0"] + 0.5)], feats[int(s["x0"] + 0.5)]) for s in fig["layout"]["shapes"]}
+    assert outlined == {("median_income", "house_age"), ("house_age", "median_income")}
+    assert at.query_params["f1"] == "median_income" and at.query_params["f2"] == "house_age"
+    # the 2D PDP and the ALE are those of the pair
+    assert "median_income" in str(figs[2]["layout"]["xaxis"]["title"]) and "house_age" in str(figs[3]["layout"]["yaxis"]["title"])
+    # picking the partner as the first feature moves the partner on, never a pair of one feature
+    at.selectbox(key="ia_f1").set_value("house_age").run()
+    assert not at.exception
+    assert at.selectbox(key="ia_f2").value != "house_age"
+
+
+def test_a_shared_link_opens_its_pair(demo_cards):
+    at = _open("housing_gb", query={"model": "housing_gb", "f1": "rooms_per_household", "f2": "latitude"})
+    assert at.selectbox(key="ia_f1").value == "rooms_per_household"
+    assert at.selectbox(key="ia_f2").value == "latitude"
+    assert "rooms_per_household" in figures(at)[1]["layout"]["title"]["text"]
+
+
+def test_h_statistic_measure(demo_cards):
+    at = _open("housing_gb")
+    at.radio(key="ia_measure").set_value(ia.H_MEASURE).run()
+    assert not at.exception
+    fig, feats, z = _heatmap(at)
+    assert "H statistic" in fig["layout"]["title"]["text"]
+    model, ds, _ = load_demo("housing_gb")
+    h = h_statistic(model, _sample("housing_gb", ia.H_ROWS), features=list(ds.X.columns), sample=None)
+    m = h.matrix().loc[feats, feats].to_numpy(dtype=float)
+    off = ~np.eye(len(feats), dtype=bool)
+    np.testing.assert_allclose(z[off], m[off], rtol=1e-10, atol=1e-12)
+    table = at.dataframe[0].value
+    assert table.h_statistic.is_monotonic_decreasing
+    assert set(table.pair.iloc[0].split(" × ")) == {"latitude", "longitude"}  # the strongest by H too
+
+
+def test_classifier_follows_the_sidebar_class(demo_cards):
+    at = _open("wine_gb")
+    model, ds, card = load_demo("wine_gb")
+    res = TreeShap(model).interactions(ds.X)  # all 178 rows
+    for label in card["classes"]:
+        at.sidebar.selectbox(key=state.CLASS_INDEX).set_value(label).run()
+        assert not at.exception
+        fig, feats, z = _heatmap(at)
+        ci = card["classes"].index(label)
+        pos = [res.feature_names.index(f) for f in feats]
+        expected = 2 * res.mean_abs()[..., ci][np.ix_(pos, pos)]
+        off = ~np.eye(len(feats), dtype=bool)
+        np.testing.assert_allclose(z[off], expected[off], rtol=1e-12, atol=0)
+        assert f"log-odds({label})" in fig["layout"]["title"]["text"]
+        assert len(feats) == ia.MAX_FEATURES  # 12 of the 13 features
+        assert f"for P({label})" in _texts(at)
+    assert "all 178 rows" in _texts(at)
+    # a binary boosting classifier: one output (log-odds of the positive class) and the H of its probability
+    at.sidebar.selectbox(key=state.ACTIVE).set_value("breast_cancer_hgb").run()
+    assert not at.exception
+    assert "log-odds(malignant)" in _heatmap(at)[0]["layout"]["title"]["text"]
+    assert len(figures(at)) == 4
+
+
+def test_linear_model_has_no_interactions(demo_cards):
+    at = _open("diabetes_linear")
+    _, feats, z = _heatmap(at)
+    assert len(feats) == 10 and np.nanmax(z) < 1e-9
+    assert any("No interactions" in i.value for i in at.info)
+    assert "exact SHAP" in _texts(at)
+    at.radio(key="ia_measure").set_value(ia.H_MEASURE).run()
+    assert not at.exception
+    _, _, zh = _heatmap(at)
+    assert np.nanmax(zh) < 1e-9
+    assert any("No interactions" in i.value and "H statistic" in i.value for i in at.info)
+
+
+def test_many_features_non_tree_model_shows_h_only(demo_cards):
+    at = _open("breast_cancer_logistic")
+    assert at.radio(key="ia_measure").options == [ia.H_MEASURE]
+    assert any("this model has 30" in i.value for i in at.info)
+    fig, feats, z = _heatmap(at)
+    assert "H statistic" in fig["layout"]["title"]["text"] and len(feats) == ia.MAX_FEATURES
+    assert np.nanmax(z) > 0.05  # probabilities of a logistic model do interact
+    figs = figures(at)
+    assert len(figs) == 3  # no SHAP scatter: the heatmap, the 2D PDP and the ALE
+    assert "mean_abs_shap_interaction" not in at.dataframe[0].value.columns
+    assert "TreeShap" not in _texts(at) and "ExactShap" not in _texts(at)
+
+
+def test_a_failing_computation_says_what_to_click(demo_cards, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise ExplainerError("TreeShap.interactions cannot take these rows. Use ExactShap(model).interactions(X).")
+
+    monkeypatch.setattr(ia, "shap_interactions", refuse)
+    at = _open("housing_gb")
+    text = _texts(at)
+    assert "TreeShap" not in text and "ExactShap" not in text and "(X)" not in text
+    assert any("H statistic" in w.value for w in at.warning)
+    fig, _, _ = _heatmap(at)
+    assert "H statistic" in fig["layout"]["title"]["text"]  # the page goes on with H
+
+
+def test_strongest_partner_for_the_shap_dependence_plot(demo_cards):
+    housing = state.demo_context("housing_gb")
+    assert ia.strongest_partner(housing, "latitude") == "longitude"
+    assert ia.strongest_partner(housing, "longitude") == "latitude"
+    assert ia.strongest_partner(housing, "no such feature") is None
+    assert ia.strongest_partner(state.demo_context("diabetes_linear"), "bmi") is None  # additive: no partner
+    logistic = state.demo_context("breast_cancer_logistic")  # no SHAP interactions: by H
+    partner = ia.strongest_partner(logistic, "mean radius")
+    assert partner in logistic.X.columns and partner != "mean radius"
+
+
+def test_report_section(demo_cards):
+    from dashboard import report
+
+    sec = ia.report_section(state.demo_context("housing_gb"))
+    assert sec.heading == "Feature interactions" and "500 rows" in sec.caption
+    assert list(sec.table.columns) == ["mean |SHAP interaction|", "H"] and len(sec.table) == 10
+    assert set(sec.table.index[0].split(" × ")) == {"latitude", "longitude"}
+    assert sec.figure.data[0].type == "heatmap"
+    html = report.build_report("Glassbox", {"Model": "x"}, [sec])
+    assert "Feature interactions" in html and ("latitude × longitude" in html or "longitude × latitude" in html)

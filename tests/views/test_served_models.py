@@ -1,0 +1,120 @@
+"""Models named by the operator (``glassbox serve``, ``show()``) in the app, through AppTest."""
+import json
+import os
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LinearRegression
+
+from dashboard import served, state
+from demo_models import build
+
+from tests.views._app import open_page
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("served")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(150, 3)), columns=["speed", "load", "temp"])
+    y = 3 * X.speed - X.load + rng.normal(0, 0.1, 150)
+    sio.dump(LinearRegression().fit(X, y), d / "engine.skops")
+    X.assign(wear=y).to_parquet(d / "engine.parquet", index=False)
+    label = np.where(X.speed > 0, "fast", "slow")
+    sio.dump(RandomForestClassifier(10, max_depth=3, random_state=0).fit(X, label), d / "pump.skops")
+    X.assign(kind=label, note="x").to_csv(d / "pump.csv", index=False)
+    return d
+
+
+def _entries(d):
+    return [{"model": str(d / "engine.skops"), "data": str(d / "engine.parquet"), "target": "wear",
+             "name": "Engine wear"},
+            {"model": str(d / "pump.skops"), "data": str(d / "pump.csv"), "target": "kind", "name": "Pump"}]
+
+
+def test_served_models_come_first_and_the_first_is_active(files, monkeypatch, demo_cards):
+    monkeypatch.setenv(served.SERVE_ENV, json.dumps(_entries(files)))
+    at = open_page()
+    picker = at.sidebar.selectbox(key=state.ACTIVE)
+    assert picker.options[:2] == ["Engine wear", "Pump"]
+    assert picker.options[2:] == [demo_cards[n]["title"] for n in build.DEMO_NAMES]
+    assert picker.value == "Engine-wear"
+    assert at.title[0].value == "Engine wear"
+    assert {m.label: m.value for m in at.metric} == {"Task": "regression", "Rows": "150", "Features": "3"}
+    assert at.query_params["model"] in ("Engine-wear", ["Engine-wear"])
+
+    picker.set_value("Pump").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Pump"
+    assert at.sidebar.selectbox(key=state.CLASS_INDEX).options == ["fast", "slow"]
+    assert any("note" in i.value for i in at.info)  # the extra column dropped, with a notice
+
+    at.switch_page("views/pdp.py").run()  # a page computes on the served model
+    assert not at.exception, at.exception
+    assert len(at.get("plotly_chart")) >= 1
+
+
+def test_url_opens_a_served_model(files, monkeypatch, demo_cards):
+    monkeypatch.setenv(served.SERVE_ENV, json.dumps(_entries(files)))
+    at = open_page(query={"model": "Pump"})
+    assert at.title[0].value == "Pump"
+    at = open_page(query={"model": "no-such-model"})  # a stale link: the first served model
+    assert at.title[0].value == "Engine wear"
+
+
+def test_missing_file_is_a_sentence_on_the_page(files, monkeypatch, demo_cards):
+    entries = _entries(files)
+    entries[0]["data"] = str(files / "gone.parquet")
+    monkeypatch.setenv(served.SERVE_ENV, json.dumps(entries))
+    at = open_page()
+    assert not at.exception
+    assert any("gone.parquet" in e.value and "cannot be read any more" in e.value for e in at.error)
+
+
+def test_manifest_is_reread_when_it_changes(files, tmp_path, monkeypatch, demo_cards):
+    manifest = tmp_path / "manifest.json"
+    monkeypatch.setenv(served.MANIFEST_ENV, str(manifest))
+    served.write_manifest(str(manifest), served.parse_entries(_entries(files)[:1], "test"))
+    at = open_page()
+    assert at.sidebar.selectbox(key=state.ACTIVE).options[:2] == ["Engine wear", demo_cards[build.DEMO_NAMES[0]]["title"]]
+
+    time.sleep(0.01)
+    served.write_manifest(str(manifest), served.parse_entries(_entries(files), "test"))
+    at.run()  # the next run of the same session sees the new model
+    assert at.sidebar.selectbox(key=state.ACTIVE).options[:2] == ["Engine wear", "Pump"]
+    os.remove(manifest)  # the show() session ended: back to the demos
+    at = open_page()
+    assert at.title[0].value == demo_cards[state.DEFAULT_DEMO]["title"]
+
+
+def test_keys_are_unique_and_never_a_demo_name():
+    raw = [{"model": "/m/a.skops", "data": "/d.csv"}, {"model": "/n/a.skops", "data": "/d.csv"},
+           {"model": "/x.skops", "data": "/d.csv", "name": "diabetes_forest"},
+           {"model": "/y.skops", "data": "/d.csv", "name": "a b/c?", "target": ""}]
+    entries = served.parse_entries(raw, "test", reserved=build.DEMO_NAMES)
+    assert [e.key for e in entries] == ["a", "a-2", "diabetes_forest-2", "a-b-c"]
+    assert [e.name for e in entries] == ["a", "a", "diabetes_forest", "a b/c?"]
+    assert entries[3].target is None
+    with pytest.raises(served.ServeConfigError, match="needs \"model\" and \"data\""):
+        served.parse_entries([{"model": "/m.skops"}], "test")
+    with pytest.raises(served.ServeConfigError, match="not valid JSON"):
+        served.served_models(environ={served.SERVE_ENV: "[{"})
+
+
+def test_a_served_pickle_needs_the_servers_trust(files, tmp_path, monkeypatch, demo_cards):
+    import pickle
+
+    model = sio.load(files / "engine.skops", trusted=sio.get_untrusted_types(file=files / "engine.skops"))
+    (tmp_path / "engine.pkl").write_bytes(pickle.dumps(model))
+    entry = {**_entries(files)[0], "model": str(tmp_path / "engine.pkl")}
+    monkeypatch.setenv(served.SERVE_ENV, json.dumps([entry]))
+    monkeypatch.delenv(state.TRUST_ENV, raising=False)
+    at = open_page()
+    assert any("Pickle and joblib model files are refused" in e.value for e in at.error)
+    monkeypatch.setenv(state.TRUST_ENV, "1")  # what glassbox serve --trust-pickles gives the server
+    at = open_page()
+    assert not at.error and at.title[0].value == "Engine wear"
