@@ -202,13 +202,10 @@ class Working:
     def __init__(self, text: str):
         self.text = text
         self._slot = st.empty()
-        self._shown = None
 
     def __call__(self, seconds: float) -> None:
-        shown = int(seconds * 2)  # half seconds: a new element only when the text changes
-        if shown != self._shown:
-            self._shown = shown
-            self._slot.status(f"{self.text} {seconds:.1f} s", state="running", expanded=False)
+        # every call reaches Streamlit, which is where a Stop or a rerun takes effect
+        self._slot.status(f"{self.text} {seconds:.1f} s", state="running", expanded=False)
 
     def done(self) -> None:
         self._slot.empty()

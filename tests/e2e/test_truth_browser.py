@@ -19,9 +19,9 @@ from .conftest import settle, wait_idle
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("truth")
     rng = np.random.default_rng(0)
-    # slow: k-nearest neighbours over 2,000 rows and 16 features, so one row of kernel SHAP
-    # (2,048 coalitions x 100 background rows) takes seconds
-    X = pd.DataFrame(rng.normal(size=(2000, 16)), columns=[f"f{i}" for i in range(16)])
+    # slow: k-nearest neighbours over 4,000 rows and 16 features, so one row of kernel SHAP
+    # (2,048 coalitions x 100 background rows) takes several seconds
+    X = pd.DataFrame(rng.normal(size=(4000, 16)), columns=[f"f{i}" for i in range(16)])
     y = np.where(X.f0 + X.f1 > 0, "yes", "no")
     sio.dump(make_pipeline(StandardScaler(), KNeighborsClassifier(algorithm="brute")).fit(X, y), d / "slow.skops")
     X.assign(label=y).to_csv(d / "slow.csv", index=False)
@@ -93,7 +93,9 @@ def test_slow_shap_shows_it_runs_and_stops(page, app_url, files):
     t0 = time.monotonic()
     page.get_by_test_id("stStatusWidget").get_by_role("button", name="Stop").click()
     page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=10_000)
-    assert time.monotonic() - t0 < 2.0
+    took = time.monotonic() - t0
+    print(f"spinner {first - seen['running']:.0f} ms after the run started; Stop took {took:.2f} s")
+    assert took < 4.0  # the row takes about 8 s: Stop does not wait for it
     expect(page.get_by_test_id("stPlotlyChart")).to_have_count(0)
     # any click reruns the page: the row, computed on in the background meanwhile, is there
     page.get_by_text("force", exact=True).click()
