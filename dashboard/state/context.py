@@ -268,13 +268,11 @@ def _served_context(entry, model_key: str, data_key: str) -> ModelContext:
 
 # ------------------------------------------------------------------- errors
 def error_message(exc: BaseException) -> str:
-    """One sentence that says what to do: never a traceback on the page."""
-    if isinstance(exc, ExplainerError):
-        return str(exc)
-    return (
-        f"Something went wrong ({type(exc).__name__}: {exc}). Nothing was changed; "
-        "check the inputs and try again."
-    )
+    """One sentence that says what to do, in page words (:func:`dashboard.messages.for_page`):
+    never a traceback, never a Python call."""
+    from dashboard.messages import for_page
+
+    return for_page(exc)
 
 
 def show_error(exc: BaseException) -> None:

@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import figures, state
+from dashboard.figures.style import fmt_number
 from dashboard.safe_text import md
 
 EDITOR = "whatif_ed_"  # editor keys: whatif_ed_<token>_<column position>
@@ -90,9 +91,9 @@ pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
 label = state.output_label(after, ci)
 changed = [c for c in ctx.X.columns if not _same(edited[c], original[c])]
 m1, m2, m3 = st.columns(3)
-m1.metric(f"Original {md(label)}", f"{pick(before.predictions):.4g}", help=f"Row {row} as in the data.")
-m2.metric(f"Edited {md(label)}", f"{pick(after.predictions):.4g}",
-          delta=f"{pick(after.predictions) - pick(before.predictions):+.4g}", help=f"Row {row} with your edits.")
+m1.metric(f"Original {md(label)}", fmt_number(pick(before.predictions)), help=f"Row {row} as in the data.")
+m2.metric(f"Edited {md(label)}", fmt_number(pick(after.predictions)),
+          delta=fmt_number(pick(after.predictions) - pick(before.predictions), sign=True), help=f"Row {row} with your edits.")
 m3.metric("Features changed", len(changed))
 if changed:
     st.caption("Changed: " + ", ".join(f"{md(c)}: {_shown(original[c])} → {_shown(edited[c])}" for c in changed))
