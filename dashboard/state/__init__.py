@@ -63,7 +63,6 @@ from .context import (
     on_load_upload,
     on_pick_demo,
     show_error,
-    upload_columns,
 )
 from .session import (
     ACTIVE,

@@ -311,22 +311,6 @@ def on_load_upload() -> None:
     st.session_state[LAST_ERROR] = None
 
 
-def upload_columns() -> list[str]:
-    """Columns of the data file chosen in the uploader (for the target picker)."""
-    df = st.session_state.get(DATA_FILE)
-    if df is None:
-        return []
-    # the uploader's file id names this upload: no need to hash the bytes on every rerun
-    return _peek(f"{df.file_id}:{df.size}", df.getvalue(), df.name)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _peek(data_key: str, _data: bytes, name: str) -> list[str]:
-    from explainers.io import peek_columns
-
-    return peek_columns(_data, filename=name)
-
-
 # -------------------------------------------------------------- summaries
 @st.cache_data(max_entries=32, show_spinner=False)
 def feature_summary(data_key: str, _X: pd.DataFrame) -> pd.DataFrame:
