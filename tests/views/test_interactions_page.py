@@ -219,3 +219,17 @@ def test_report_section(demo_cards):
     assert sec.figure.data[0].type == "heatmap"
     html = report.build_report("Glassbox", {"Model": "x"}, [sec])
     assert "Feature interactions" in html and ("latitude × longitude" in html or "longitude × latitude" in html)
+
+
+def test_report_includes_interactions_when_ticked():
+    """The report's "Feature interactions" part: off by default, in the preview once ticked."""
+    from tests.views._app import open_page
+
+    at = open_page("views/report.py", demo="housing_gb")
+    assert not at.exception, at.exception
+    preview = lambda: "\n".join(m.value for m in at.markdown)  # noqa: E731
+    assert "Feature interactions" not in preview()
+    at.checkbox(key="rep_inter").check().run()
+    assert not at.exception, at.exception
+    assert "**Feature interactions**" in preview(), preview()
+    assert not [i.value for i in at.info if "interactions" in i.value.lower()]

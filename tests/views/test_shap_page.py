@@ -1,5 +1,7 @@
 """The SHAP page through AppTest: waterfall, force, masks at 0, global views."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -131,3 +133,17 @@ def test_global_view_from_a_precomputed_batch_run(tmp_path, demo_cards, monkeypa
     at.text_input(key="shap_batch_dir").set_value(str(tmp_path)).run()
     assert not at.exception and at.error
     assert "batch" in at.error[0].value and "No batch run can be opened" not in at.error[0].value
+
+
+def test_dependence_coloured_by_the_strongest_interaction():
+    """On the housing demo, longitude's strongest partner is latitude (the pair the Interactions page ranks first)."""
+    at = _page("housing_gb")
+    at.toggle(key="shap_global").set_value(True).run()
+    assert not at.exception, at.exception
+    at.selectbox(key="shap_dep").set_value("longitude").run()
+    at.selectbox(key="shap_dep_col").set_value("(strongest interaction)").run()
+    assert not at.exception, at.exception
+    assert any("Coloured by latitude, the feature that interacts most with longitude" in c.value
+               for c in at.caption), [c.value for c in at.caption]
+    dep = figures(at)[-1]
+    assert "latitude" in json.dumps(dep), "the dependence plot is not coloured by latitude"
