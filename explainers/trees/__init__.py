@@ -2,8 +2,11 @@
 
 - :mod:`.ensemble`: :class:`TreeEnsemble`, the flat arrays every tree engine reads
   (exact tree PD/ICE, Tree SHAP, the coalition-game tree walks, OOB importance);
-- one reader per model family (:mod:`.sklearn` today), each a function
-  ``model -> TreeEnsemble`` registered in :data:`READERS`;
+- one reader per model family, each a function ``model -> TreeEnsemble``
+  registered in :data:`READERS`: :mod:`.sklearn` for scikit-learn's trees, and
+  :mod:`.native` for the models read from XGBoost, LightGBM and CatBoost files
+  (their file parsers :mod:`.xgboost`, :mod:`.lightgbm`, :mod:`.catboost` build
+  the ensemble when the file is loaded);
 - :mod:`.walks`: the compiled group walk of blocks of rows down the trees, shared
   by partial dependence and the SHAP coalition game.
 
@@ -15,12 +18,29 @@ import weakref
 
 from ..errors import InvalidModelError
 from .ensemble import TRANSFORMS, TreeEnsemble
-from .sklearn import fitted_trees, flatten_sklearn, is_tree_model, tree_families
+from .native import NativeTreeModel
+from .sklearn import fitted_trees, flatten_sklearn, is_sklearn_tree_model, tree_families
 
-__all__ = ["TreeEnsemble", "TRANSFORMS", "flatten_model", "is_tree_model", "tree_families", "READERS"]
+__all__ = ["TreeEnsemble", "TRANSFORMS", "flatten_model", "is_tree_model", "tree_families", "READERS",
+           "NativeTreeModel"]
+
+
+def _is_native(model) -> bool:
+    return isinstance(model, NativeTreeModel)
+
+
+def _native_ensemble(model) -> TreeEnsemble:
+    return model.ensemble
+
 
 #: (test, reader) pairs, tried in order: the first whose test accepts the model flattens it
-READERS = [(is_tree_model, flatten_sklearn)]
+READERS = [(is_sklearn_tree_model, flatten_sklearn), (_is_native, _native_ensemble)]
+
+
+def is_tree_model(model) -> bool:
+    """True for a bare tree model that :func:`flatten_model` takes (a Pipeline never is:
+    its other steps change the inputs the trees see)."""
+    return any(accepts(model) for accepts, _ in READERS)
 
 _FLAT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -30,9 +50,9 @@ def _flatten_model(model) -> TreeEnsemble:
         if accepts(model):
             return reader(model)
     raise InvalidModelError(
-        f"{type(model).__name__} is not a scikit-learn tree model (DecisionTree, RandomForest, "
-        "ExtraTrees, GradientBoosting or HistGradientBoosting); use a model-agnostic "
-        "method such as method='brute'."
+        f"{type(model).__name__} is not a tree model Glassbox reads (scikit-learn's DecisionTree, "
+        "RandomForest, ExtraTrees, GradientBoosting, HistGradientBoosting, or a model loaded "
+        "from an XGBoost, LightGBM or CatBoost file); use a model-agnostic method such as method='brute'."
     )
 
 
@@ -45,6 +65,8 @@ def flatten_model(model) -> TreeEnsemble:
     flattened anew. See :func:`explainers.trees.sklearn.flatten_sklearn` for
     what each family's reader accepts.
     """
+    if isinstance(model, NativeTreeModel):
+        return model.ensemble
     trees = fitted_trees(model)
     try:
         hit = _FLAT_CACHE.get(model)

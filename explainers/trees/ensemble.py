@@ -19,6 +19,29 @@ rule for every model::
     go left  if x <= threshold[node]    (a value equal to the threshold goes left)
     go right otherwise
 
+Some nodes carry a *rule* instead of (or on top of) the plain comparison; it is
+stored in ``cat_bits`` from ``cat_start[node]`` on (``cat_start[node] == -1``: no
+rule)::
+
+    cat_bits[s]      = k, the number of 64-bit words of the node's category set
+    cat_bits[s + 1]  = flags: RULE_CATEGORICAL, RULE_OTHER_LEFT, RULE_ZERO_MISSING
+    cat_bits[s + 2:s + 2 + k] = the set, category c in word c >> 6, bit c & 63
+
+    categorical node (RULE_CATEGORICAL):
+        NaN                              -> missing_go_left[node]
+        0 <= x < 64 k, c = int(x) in set -> left
+        0 <= x < 64 k, c not in set      -> right
+        x < 0 or x >= 64 k               -> left if RULE_OTHER_LEFT else right
+    numeric node with RULE_ZERO_MISSING (LightGBM's zero_as_missing):
+        NaN or |x| <= 1e-35              -> missing_go_left[node]
+        otherwise                        -> x <= threshold[node]
+
+A categorical feature's values reach the trees as integer codes; where the model
+knows its categories (``categories[j]``, e.g. the categories of a pandas column
+the model was fitted on), :meth:`TreeEnsemble.prepare_inputs` turns a data
+frame's values into their positions in that list (unknown values become -1, empty
+cells NaN).
+
 The tests check each reader's reconstruction against the library's own
 ``predict`` / ``predict_proba`` (to 1e-12) for every model type.
 """
@@ -28,9 +51,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TreeEnsemble", "TRANSFORMS", "assemble"]
+__all__ = ["TreeEnsemble", "TRANSFORMS", "assemble", "RULE_CATEGORICAL", "RULE_OTHER_LEFT",
+           "RULE_ZERO_MISSING", "ZERO_MISSING_EPS", "encode_categories", "rule_record"]
 
 TRANSFORMS = ("identity", "exp", "sigmoid", "softmax")
+
+#: flags of a node rule (see the module docstring)
+RULE_CATEGORICAL = 1
+RULE_OTHER_LEFT = 2
+RULE_ZERO_MISSING = 4
+#: category codes a split set may name (0 .. MAX_CATEGORY_CODE - 1): bounds the memory a file can claim
+MAX_CATEGORY_CODE = 1 << 16
+#: LightGBM's kZeroThreshold: |x| at or below it counts as zero
+ZERO_MISSING_EPS = 1e-35
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +119,13 @@ class TreeEnsemble:
         Depth of the deepest leaf over all trees (root at depth 0).
     model_name : str
         Class name of the flattened model.
+    cat_start : ndarray of shape (n_nodes,), dtype=int64
+        Where a node's rule starts in ``cat_bits``; -1 for a plain node.
+    cat_bits : ndarray, dtype=uint64
+        The node rules back to back (see the module docstring).
+    categories : tuple
+        Per input column: None for a numeric column, or the tuple of category
+        values whose positions are the codes the trees compare.
     """
 
     feature: np.ndarray
@@ -104,6 +144,35 @@ class TreeEnsemble:
     n_features: int
     max_depth: int
     model_name: str
+    cat_start: np.ndarray | None = None
+    cat_bits: np.ndarray | None = None
+    categories: tuple | None = None
+
+    def __post_init__(self):
+        if self.cat_start is None:
+            object.__setattr__(self, "cat_start", np.full(len(self.feature), -1, np.int64))
+        if self.cat_bits is None:
+            object.__setattr__(self, "cat_bits", np.zeros(0, np.uint64))
+        if self.categories is None:
+            object.__setattr__(self, "categories", (None,) * int(self.n_features))
+
+    @property
+    def has_rules(self) -> bool:
+        """True if some node is categorical or treats zero as missing."""
+        return bool((self.cat_start >= 0).any())
+
+    def rule_features(self) -> np.ndarray:
+        """Sorted input columns that some rule node splits on."""
+        return np.unique(self.feature[self.cat_start >= 0])
+
+    def categorical_features(self) -> list[int]:
+        """Input columns with a categorical split (or known categories)."""
+        flagged = self.cat_start >= 0
+        cat = flagged.copy()
+        cat[flagged] = (self.cat_bits[self.cat_start[flagged] + 1] & np.uint64(RULE_CATEGORICAL)) != 0
+        out = set(int(f) for f in self.feature[cat])
+        out |= {j for j, c in enumerate(self.categories) if c is not None}
+        return sorted(out)
 
     # ----------------------------------------------------------------- sizes
     @property
@@ -136,11 +205,50 @@ class TreeEnsemble:
     # ---------------------------------------------------------- predictions
     def prepare_inputs(self, X) -> np.ndarray:
         """Return X as a C-contiguous float64 array, rounded through float32 if
-        the model compares float32 inputs (so walks route rows as predict does)."""
-        arr = np.asarray(X, dtype=np.float64)
+        the model compares float32 inputs (so walks route rows as predict does).
+
+        A data frame's categorical columns (those with ``categories``) become
+        category codes first (:func:`encode_categories`).
+        """
+        if any(c is not None for c in self.categories) and hasattr(X, "iloc"):
+            arr = encode_categories(X, self.categories)
+        else:
+            arr = np.asarray(X, dtype=np.float64)
         if self.float32_inputs:
-            arr = arr.astype(np.float32).astype(np.float64)
+            with np.errstate(over="ignore"):
+                arr = arr.astype(np.float32).astype(np.float64)
         return np.ascontiguousarray(arr)
+
+    def goes_left(self, x: np.ndarray, node: np.ndarray) -> np.ndarray:
+        """Whether values ``x`` at nodes ``node`` (same shapes) go to the left child."""
+        x = np.asarray(x, np.float64)
+        node = np.asarray(node, np.int64)
+        nan = np.isnan(x)
+        with np.errstate(invalid="ignore"):
+            out = np.where(nan, self.missing_go_left[node] == 1, x <= self.threshold[node])
+        start = self.cat_start[node]
+        ruled = start >= 0
+        if not ruled.any():
+            return out
+        s = start[ruled]
+        xs = x[ruled]
+        k = self.cat_bits[s].astype(np.int64)
+        flags = self.cat_bits[s + 1]
+        miss = self.missing_go_left[node[ruled]] == 1
+        is_cat = (flags & np.uint64(RULE_CATEGORICAL)) != 0
+        with np.errstate(invalid="ignore"):
+            inside = ~np.isnan(xs) & (xs >= 0) & (xs < 64.0 * k)
+            code = np.where(inside, xs, 0).astype(np.int64)
+            word = self.cat_bits[np.where(inside, s + 2 + (code >> 6), 0)]
+            in_set = inside & (((word >> (code & 63).astype(np.uint64)) & np.uint64(1)) == 1)
+            other = (flags & np.uint64(RULE_OTHER_LEFT)) != 0
+            cat_left = np.where(np.isnan(xs), miss, np.where(inside, in_set, other))
+            zero = (flags & np.uint64(RULE_ZERO_MISSING)) != 0
+            num_left = np.where(np.isnan(xs) | (zero & (np.abs(xs) <= ZERO_MISSING_EPS)), miss,
+                                xs <= self.threshold[node[ruled]])
+        out = out.copy()
+        out[ruled] = np.where(is_cat, cat_left, num_left)
+        return out
 
     def apply(self, X) -> np.ndarray:
         """Global leaf index reached by each row in each tree.
@@ -164,9 +272,7 @@ class TreeEnsemble:
                 break
             f = np.where(internal, self.feature[node], 0)
             x = Xw[np.broadcast_to(rows, node.shape), f]
-            go_left = np.where(
-                np.isnan(x), self.missing_go_left[node] == 1, x <= self.threshold[node]
-            )
+            go_left = self.goes_left(x, node)
             child = np.where(go_left, self.left[node], self.right[node])
             node = np.where(internal, child, node)
         return node
@@ -208,14 +314,71 @@ class TreeEnsemble:
         return self.transform_raw(self.predict_raw(X))
 
 
-def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_features, model_name) -> TreeEnsemble:
+def rule_record(flags: int, categories=()) -> np.ndarray:
+    """One node rule as stored in ``cat_bits``: ``[k, flags, k words of the set]``.
+
+    ``categories`` are the (non-negative integer) codes in the node's set.
+    """
+    from ..errors import InvalidModelError
+
+    cats = np.asarray(list(categories), dtype=np.int64)
+    if cats.size and (cats.min() < 0 or cats.max() >= MAX_CATEGORY_CODE):
+        raise InvalidModelError(
+            f"A categorical split lists the category code {int(cats.min() if cats.min() < 0 else cats.max())}; "
+            f"codes must lie between 0 and {MAX_CATEGORY_CODE - 1}. The model file is damaged or not supported."
+        )
+    k = int(cats.max()) // 64 + 1 if cats.size else 0
+    words = np.zeros(k, np.uint64)
+    for c in cats:
+        words[c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+    return np.concatenate([np.asarray([k, flags], np.uint64), words])
+
+
+def encode_categories(X, categories) -> np.ndarray:
+    """A data frame as float64 codes: categorical columns as positions in their categories.
+
+    Empty cells become NaN, values not among the categories -1 (the trees then
+    route them as the model does with an unknown category); other columns must
+    be numeric.
+    """
+    import pandas as pd
+
+    cols = []
+    for j, cats in enumerate(categories):
+        col = X.iloc[:, j]
+        if cats is None:
+            cols.append(pd.to_numeric(col, errors="raise").to_numpy(dtype=np.float64))
+            continue
+        lookup = {c: float(i) for i, c in enumerate(cats)}
+        lookup.update({str(c): float(i) for i, c in enumerate(cats) if str(c) not in lookup})
+        values = col.astype(object).to_numpy()
+        missing = pd.isna(values)
+        codes = np.array([np.nan if m else lookup.get(v, lookup.get(str(v), -1.0)) for v, m in zip(values, missing)],
+                         dtype=np.float64)
+        cols.append(codes)
+    if not cols:
+        return np.zeros((len(X), 0))
+    return np.column_stack(cols)
+
+
+def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_features, model_name,
+             categories=None) -> TreeEnsemble:
     """Join per-tree arrays into one :class:`TreeEnsemble`.
 
     ``parts`` holds one tuple per tree, as a reader produces it:
     ``(feature, threshold, left, right, missing_go_left, value, cover, max_depth)``
     with child indices local to the tree (-1 at leaves); they are offset here to
-    global node indices.
+    global node indices. A ninth element, where present, maps a local node index
+    to its rule record (:func:`rule_record`) for categorical and zero-as-missing
+    splits. ``categories`` is the per-column tuple of category values (or None).
+
+    A part whose depth is -1 has its structure checked here (proper binary
+    trees, children and features in range, no shared nodes or cycles) and its
+    depth computed from its children: every kernel sizes its walk stacks from
+    that depth, so it is never read from a file.
     """
+    if any(p[7] < 0 for p in parts):
+        parts = _with_depths(parts, n_features, model_name)
     offsets = [0]
     for p in parts:
         offsets.append(offsets[-1] + len(p[0]))
@@ -224,6 +387,15 @@ def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_fe
     left, right = cat(2), cat(3)
     left = np.where(left >= 0, left + shift, -1)
     right = np.where(right >= 0, right + shift, -1)
+    cat_start = np.full(offsets[-1], -1, np.int64)
+    records, used = [], 0
+    for t, p in enumerate(parts):
+        rules = p[8] if len(p) > 8 and p[8] else {}
+        for local, record in sorted(rules.items()):
+            cat_start[offsets[t] + int(local)] = used
+            records.append(np.asarray(record, np.uint64))
+            used += len(records[-1])
+    cat_bits = np.concatenate(records) if records else np.zeros(0, np.uint64)
     return TreeEnsemble(
         feature=cat(0).astype(np.int32),
         threshold=cat(1),
@@ -241,4 +413,20 @@ def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_fe
         n_features=n_features,
         max_depth=max(p[7] for p in parts),
         model_name=model_name,
+        cat_start=cat_start,
+        cat_bits=cat_bits,
+        categories=tuple(categories) if categories is not None else None,
     )
+
+
+def _with_depths(parts, n_features: int, name: str):
+    """Check the trees' structure and put each tree's depth, computed from its children, in its part."""
+    from .validate import check_trees
+
+    offsets = np.concatenate([[0], np.cumsum([len(p[0]) for p in parts])])
+    cat = lambda i: np.concatenate([p[i] for p in parts])  # noqa: E731
+    depths = check_trees(
+        cat(2), cat(3), offsets, feature=cat(0), n_features=n_features, threshold=cat(1),
+        where=lambda t, node: f"{name}, tree {t}" + ("" if node is None else f", node {node}"),
+    )
+    return [p[:7] + (int(d),) + tuple(p[8:]) for p, d in zip(parts, depths)]

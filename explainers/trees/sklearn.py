@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InvalidModelError
 from .ensemble import TreeEnsemble, assemble
 
-__all__ = ["flatten_sklearn", "is_tree_model", "tree_families", "fitted_trees"]
+__all__ = ["flatten_sklearn", "is_sklearn_tree_model", "tree_families", "fitted_trees"]
 
 
 def _sk_tree_arrays(tree, column: int | None, n_raw: int):
@@ -33,7 +33,7 @@ def _sk_tree_arrays(tree, column: int | None, n_raw: int):
         value = np.zeros((len(left), n_raw))
         value[:, column] = v[:, 0, 0]
     cover = np.asarray(t.weighted_n_node_samples, dtype=np.float64)
-    # the depth (last entry) is computed from the children by _with_depths, never
+    # the depth (last entry) is computed from the children by assemble, never
     # read from the model: a stored max_depth may be wrong
     return feature, threshold, left, right, missing, value, cover, -1
 
@@ -96,7 +96,7 @@ def tree_families() -> dict:
     )
 
 
-def is_tree_model(model) -> bool:
+def is_sklearn_tree_model(model) -> bool:
     """True for a bare scikit-learn tree model that :func:`flatten_model` may take.
 
     A Pipeline is never a tree model here, even if it ends in one: its other
@@ -150,27 +150,7 @@ def flatten_sklearn(model) -> TreeEnsemble:
         read = _hist_gradient_boosting
     parts, tree_output, ensemble = read(model, name)
     n_features = int(model.n_features_in_)
-    parts = _with_depths(parts, n_features, name)
     return assemble(parts, tree_output, n_features=n_features, model_name=name, **ensemble)
-
-
-def _with_depths(parts, n_features: int, name: str):
-    """Check the trees' structure and put each tree's depth, computed from its children, in its part.
-
-    Every kernel sizes its walk stacks from this depth, so it must be the real
-    one (a file can state any ``max_depth``); the check also refuses children or
-    features out of range, shared nodes and cycles, for models that did not come
-    through :func:`explainers.load_model` (which checks them on load).
-    """
-    from .validate import check_trees
-
-    offsets = np.concatenate([[0], np.cumsum([len(p[0]) for p in parts])])
-    cat = lambda i: np.concatenate([p[i] for p in parts])  # noqa: E731
-    depths = check_trees(
-        cat(2), cat(3), offsets, feature=cat(0), n_features=n_features, threshold=cat(1),
-        where=lambda t, node: f"{name}, tree {t}" + ("" if node is None else f", node {node}"),
-    )
-    return [p[:7] + (int(d),) for p, d in zip(parts, depths)]
 
 
 def _forest(model, name):

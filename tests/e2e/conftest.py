@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -92,6 +93,26 @@ def app_url(demo_cards):
 def wait_idle(page, timeout: float = 60_000) -> None:
     """Wait until the script run finished (use after navigation, not after a click)."""
     page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=timeout)
+
+
+def uploader(page, which: str):
+    """The Model page's model ("model") or data ("data") uploader, found by its label.
+
+    Located by label, not by position: while a rerun redraws the page, the n-th
+    uploader in the DOM can briefly be the other one.
+    """
+    label = {"model": "Fitted model", "data": "Data (.csv or .parquet)"}[which]
+    box = page.get_by_test_id("stFileUploader").filter(has=page.get_by_text(label, exact=False))
+    box.wait_for(timeout=90_000)
+    return box
+
+
+def upload(page, which: str, path) -> None:
+    """Choose a file in one of the Model page's uploaders and wait until it is taken."""
+    box = uploader(page, which)
+    box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(path))
+    expect(box.get_by_test_id("stFileChipName")).to_have_attribute("title", path.name, timeout=30_000)
+    settle(page)
 
 
 def settle(page, timeout: float = 60_000) -> None:

@@ -17,7 +17,7 @@ import pytest
 import skops.io as sio
 from playwright.sync_api import expect
 
-from .conftest import ROOT, _free_port, settle, stop_server, wait_idle
+from .conftest import ROOT, _free_port, settle, stop_server, upload, wait_idle
 
 WJ = "\u2060"
 MODEL_FILE = "**evil** [x](evil.example) www.evil.example.skops"
@@ -78,12 +78,8 @@ def _text(page) -> str:
 def test_hostile_upload_renders_literally(page, app_url, demo_cards, hostile_files):
     page.goto(app_url)
     wait_idle(page)
-    uploaders = page.get_by_test_id("stFileUploader")
-    uploaders.nth(0).get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(hostile_files / MODEL_FILE))
-    expect(uploaders.nth(0).get_by_test_id("stFileChipName")).to_have_attribute("title", MODEL_FILE, timeout=30_000)
-    uploaders.nth(1).get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(hostile_files / DATA_FILE))
-    expect(uploaders.nth(1).get_by_test_id("stFileChipName")).to_have_attribute("title", DATA_FILE, timeout=30_000)
-    settle(page)
+    upload(page, "model", hostile_files / MODEL_FILE)
+    upload(page, "data", hostile_files / DATA_FILE)
     _choose(page, "Target column", "label")
     page.get_by_role("button", name="Load model and data").click()
     heading = page.get_by_role("heading", level=1).first

@@ -6,7 +6,7 @@ import skops.io as sio
 from playwright.sync_api import expect
 from sklearn.ensemble import GradientBoostingRegressor
 
-from .conftest import settle, wait_idle
+from .conftest import settle, upload, uploader, wait_idle
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +38,9 @@ def test_pick_demo_and_upload(page, app_url, demo_cards, user_files):
     settle(page)  # let the rerun finish before touching the uploaders
 
     # upload a model and a data file that lacks a column: a sentence, and the model stays
-    uploaders = page.get_by_test_id("stFileUploader")
-    model_up, data_up = uploaders.nth(0), uploaders.nth(1)
-    model_up.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(user_files / "engine.skops"))
-    expect(model_up.get_by_test_id("stFileChipName")).to_have_text("engine.skops", timeout=30_000)
-    data_up.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(user_files / "broken.csv"))
-    expect(data_up.get_by_test_id("stFileChipName")).to_have_text("broken.csv", timeout=30_000)
-    settle(page)
+    upload(page, "model", user_files / "engine.skops")
+    upload(page, "data", user_files / "broken.csv")
+    data_up = uploader(page, "data")
     page.get_by_role("button", name="Load model and data").click()
     expect(page.get_by_text("lacks 1 column(s) the model needs: temp")).to_be_visible(timeout=30_000)
     expect(page.get_by_role("heading", name=demo_cards["wine_gb"]["title"])).to_be_visible()

@@ -12,7 +12,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from .conftest import settle, wait_idle
+from .conftest import settle, upload, wait_idle
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +41,8 @@ def _upload(page, app_url, model, data, target):
     page.goto(app_url)
     wait_idle(page)
     expect(page.get_by_text("Switch model")).to_be_visible(timeout=90_000)
-    uploaders = page.get_by_test_id("stFileUploader")
-    for i, path in enumerate((model, data)):
-        uploaders.nth(i).get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(path))
-        expect(uploaders.nth(i).get_by_test_id("stFileChipName")).to_have_text(path.name, timeout=30_000)
-        settle(page)
+    upload(page, "model", model)
+    upload(page, "data", data)
     box = page.get_by_role("combobox", name="Target column")
     box.click()
     box.fill(target)  # a long list of columns: type to find it
