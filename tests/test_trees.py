@@ -121,7 +121,7 @@ def test_unsupported_models_are_refused():
     lin = LinearRegression().fit(XR, YR)
     pipe = make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=2)).fit(XR, YR)
     assert not is_tree_model(lin) and not is_tree_model(pipe)
-    with pytest.raises(InvalidModelError, match="not a scikit-learn tree model"):
+    with pytest.raises(InvalidModelError, match="not a tree model Glassbox reads"):
         flatten_model(pipe)
     gb = GradientBoostingRegressor(n_estimators=3, init=LinearRegression()).fit(XR, YR)
     with pytest.raises(InvalidModelError, match="non-constant init"):

@@ -42,7 +42,7 @@ def _output(cell, base, scale, tcode, col):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def pd2_points_kernel(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots,
+def pd2_points_kernel(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots,
                       base, scale, tcode, col, max_depth, block, p1, p2,
                       sums):  # pragma: no cover - compiled
     """Sum over the rows of ``Xw`` of one output at grid points ``(p1[q], p2[q])``.
@@ -60,7 +60,7 @@ def pd2_points_kernel(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, 
         stop = min(n, start + block)
         m = stop - start
         D = np.zeros((m, G1, G2, R))
-        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
+        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
                    roots, depth, D, True)
         acc = sums[blk]
         for i in range(m):

@@ -19,7 +19,7 @@ __all__ = ["ice_tree_kernel", "pd_sum_kernel", "recursion_kernel"]
 
 @njit(parallel=True, cache=True, nogil=True)
 def ice_tree_kernel(
-    Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots,
+    Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots,
     base, scale, tcode, max_depth, block, out,
 ):  # pragma: no cover - compiled
     """Exact ICE of every row of ``Xw`` over a G1 x G2 grid.
@@ -40,8 +40,8 @@ def ice_tree_kernel(
         stop = min(n, start + block)
         m = stop - start
         D = np.zeros((m, G1, G2, R))
-        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots,
-                    depth, D, True)
+        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                   value, roots, depth, D, True)
         for i in range(start, stop):
             Di = D[i - start]
             prefix_sum(Di, G1, G2)
@@ -75,7 +75,8 @@ def ice_tree_kernel(
 
 @njit(parallel=True, cache=True, nogil=True)
 def pd_sum_kernel(
-    Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots, max_depth, block, sums,
+    Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots, max_depth, block,
+    sums,
 ):  # pragma: no cover - compiled
     """Sum over the rows of ``Xw`` of the unscaled tree sums at every grid point.
 
@@ -91,8 +92,8 @@ def pd_sum_kernel(
         start = blk * block
         stop = min(n, start + block)
         D = sums[blk : blk + 1]
-        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots,
-                    depth, D, False)
+        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                   value, roots, depth, D, False)
         prefix_sum(D[0], G1, G2)
 
 

@@ -290,7 +290,7 @@ class _Tree:
             return avg[pj, pk, self.col]
         from ._hstat_kernels import pd2_points_kernel
         from ..trees import TRANSFORMS
-        from ..trees.walks import split_positions
+        from ..trees.walks import rules_of, split_positions
 
         ens = self.ens
         g1 = np.asarray(gj, np.float64)
@@ -306,7 +306,7 @@ class _Tree:
         sums = np.zeros((n_blocks, len(pj)))
         with _KERNEL_LOCK:
             pd2_points_kernel(self.Xw, j, k, pos1, pos2, G1, G2, self.nodes, self.thr,
-                              ens.missing_go_left, ens.value, ens.roots, ens.base, ens.scale,
+                              ens.missing_go_left, *rules_of(ens), ens.value, ens.roots, ens.base, ens.scale,
                               TRANSFORMS.index(self.transform), self.col, ens.max_depth, block,
                               np.ascontiguousarray(pj, np.int64),
                               np.ascontiguousarray(pk, np.int64), sums)
@@ -530,6 +530,8 @@ def _evaluator(adapter: ModelAdapter, work: pd.DataFrame, method: str):
         reason = "the data holds NaN (the tree walk takes numbers only)"
     else:
         plan, reason = _tree_plan(adapter, work, None, [np.zeros(1)])
+        if plan is not None and plan[0].has_rules:
+            plan, reason = None, "the trees have categorical splits (their values are not ordered)"
     if plan is None:
         if method == "tree":
             raise InvalidParameterError(

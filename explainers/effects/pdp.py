@@ -143,18 +143,20 @@ def _tree_plan(adapter: ModelAdapter, frame: pd.DataFrame, kinds, grids):
     model = adapter.model
     if not is_tree_model(model):
         return None, (
-            f"{type(model).__name__} is not a bare scikit-learn tree model (a Pipeline never is)"
+            f"{type(model).__name__} is not a bare tree model (a Pipeline never is)"
         )
-    if not all(is_numeric(frame[c]) or pd.api.types.is_bool_dtype(frame[c].dtype) for c in frame.columns):
-        return None, "the data has non-numeric columns"
-    if not all(g.dtype.kind in "fiub" for g in grids):
-        return None, "a grid is not numeric"
     try:
         ens = flatten_model(model)
     except InvalidModelError as exc:
         return None, str(exc)
     if ens.n_features != frame.shape[1]:
         return None, "the data and the model have different numbers of columns"
+    coded = [ens.categories[j] is not None for j in range(ens.n_features)]
+    if not all(is_numeric(frame[c]) or pd.api.types.is_bool_dtype(frame[c].dtype) or coded[j]
+               for j, c in enumerate(frame.columns)):
+        return None, "the data has non-numeric columns"
+    if not all(g.dtype.kind in "fiub" for g in grids if g is not None) and not any(coded):
+        return None, "a grid is not numeric"
     if adapter.output in ("auto", "proba"):
         transform = ens.transform
     elif adapter.output == "raw":
@@ -175,66 +177,78 @@ def _finish_outputs(arr: np.ndarray, adapter: ModelAdapter) -> np.ndarray:
 
 
 def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, keep_ice: bool):
-    """ICE (or only its row sum) over a sorted numeric grid, via the compiled walk."""
-    from ..trees.walks import pack_nodes, split_positions
+    """ICE (or only its row sum) over a sorted grid, via the compiled walk.
+
+    A target feature with categorical (rule) splits is walked one grid value at
+    a time (:func:`~explainers.trees.walks.grid_slices`); a plain one in one walk.
+    """
+    from ..trees.walks import grid_codes, grid_slices, pack_nodes, rules_of
     from ._tree_kernels import ice_tree_kernel, pd_sum_kernel
     from ..trees import TRANSFORMS
 
-    Xw = ens.prepare_inputs(frame.to_numpy(dtype=np.float64))
-    gcmp = [np.asarray(g, dtype=np.float64) for g in grids]
-    if ens.float32_inputs:
-        gcmp = [g.astype(np.float32).astype(np.float64) for g in gcmp]
+    Xw = ens.prepare_inputs(frame)
     f1 = cols[0]
     f2 = cols[1] if len(cols) == 2 else -1
     G1 = len(grids[0])
     G2 = len(grids[1]) if len(cols) == 2 else 1
-    pos1 = split_positions(ens.feature, ens.threshold, f1, gcmp[0])
-    pos2 = split_positions(ens.feature, ens.threshold, f2, gcmp[1] if f2 >= 0 else gcmp[0])
+    slices1 = grid_slices(ens, f1, grid_codes(ens, f1, grids[0]))
+    slices2 = grid_slices(ens, f2, grid_codes(ens, f2, grids[1]) if f2 >= 0 else None)
     K = 2 if transform == "sigmoid" else ens.n_raw
     n = Xw.shape[0]
     tcode = TRANSFORMS.index(transform)
     nodes, thr = pack_nodes(ens.feature, ens.threshold, ens.left, ens.right)
+    cat_start, cat_bits = rules_of(ens)
     if not keep_ice and transform == "identity":
         # the average of base + scale * tree sums is base + scale * their row average
         n_blocks = -(-n // _TREE_SUM_BLOCK_ROWS)
-        sums = np.zeros((n_blocks, G1, G2, ens.n_raw))
-        with _KERNEL_LOCK:
-            pd_sum_kernel(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, ens.value,
-                          ens.roots, ens.max_depth, _TREE_SUM_BLOCK_ROWS, sums)
-        return None, ens.base + ens.scale * (sums.sum(axis=0) / n)
-    args = (f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, ens.value, ens.roots,
-            ens.base, ens.scale, tcode, ens.max_depth, _TREE_BLOCK_ROWS)
+        total = np.zeros((G1, G2, ens.n_raw))
+        for pos1, g1, part1 in slices1:
+            for pos2, g2, part2 in slices2:
+                sums = np.zeros((n_blocks, g1, g2, ens.n_raw))
+                with _KERNEL_LOCK:
+                    pd_sum_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
+                                  cat_bits, ens.value, ens.roots, ens.max_depth, _TREE_SUM_BLOCK_ROWS, sums)
+                total[part1, part2] = sums.sum(axis=0)
+        return None, ens.base + ens.scale * (total / n)
+
+    def run(rows: np.ndarray) -> np.ndarray:
+        out = np.empty((len(rows), G1, G2, K))
+        for pos1, g1, part1 in slices1:
+            for pos2, g2, part2 in slices2:
+                sub = np.empty((len(rows), g1, g2, K))
+                with _KERNEL_LOCK:
+                    ice_tree_kernel(rows, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
+                                    cat_bits, ens.value, ens.roots, ens.base, ens.scale, tcode, ens.max_depth,
+                                    _TREE_BLOCK_ROWS, sub)
+                out[:, part1, part2] = sub
+        return out
+
     if keep_ice:
-        out = np.empty((n, G1, G2, K))
-        with _KERNEL_LOCK:
-            ice_tree_kernel(Xw, *args, out)
+        out = run(Xw)
         return out, out.mean(axis=0)
     # Only the average is wanted: bound memory by walking row chunks.
     step = max(1, _TREE_CHUNK_VALUES // (G1 * G2 * K))
     total = np.zeros((G1, G2, K))
     for s in range(0, n, step):
-        out = np.empty((min(step, n - s), G1, G2, K))
-        with _KERNEL_LOCK:
-            ice_tree_kernel(np.ascontiguousarray(Xw[s : s + step]), *args, out)
-        total += out.sum(axis=0)
+        total += run(np.ascontiguousarray(Xw[s : s + step])).sum(axis=0)
     return None, total / n
 
 
 def _recursion_average(ens, cols: list[int], grids):
-    from ..trees.walks import split_positions
+    from ..trees.walks import grid_codes, grid_slices
     from ._tree_kernels import recursion_kernel
 
-    gcmp = [np.asarray(g, dtype=np.float64) for g in grids]
-    if ens.float32_inputs:
-        gcmp = [g.astype(np.float32).astype(np.float64) for g in gcmp]
     f1 = cols[0]
     f2 = cols[1] if len(cols) == 2 else -1
     G1 = len(grids[0])
     G2 = len(grids[1]) if len(cols) == 2 else 1
-    pos1 = split_positions(ens.feature, ens.threshold, f1, gcmp[0])
-    pos2 = split_positions(ens.feature, ens.threshold, f2, gcmp[1] if f2 >= 0 else gcmp[0])
-    D = recursion_kernel(f1, f2, pos1, pos2, G1, G2, ens.feature, ens.left, ens.right,
-                         ens.cover, ens.value, ens.roots, ens.max_depth)
+    slices1 = grid_slices(ens, f1, grid_codes(ens, f1, grids[0]))
+    slices2 = grid_slices(ens, f2, grid_codes(ens, f2, grids[1]) if f2 >= 0 else None)
+    D = np.zeros((G1, G2, ens.n_raw))
+    for pos1, g1, part1 in slices1:
+        for pos2, g2, part2 in slices2:
+            D[part1, part2] = recursion_kernel(f1, f2, pos1, pos2, g1, g2, ens.feature, ens.left, ens.right,
+                                               ens.cover, ens.value, ens.roots, ens.max_depth)
     return ens.base[None, None, :] + ens.scale * D
 
 

@@ -55,7 +55,8 @@ from math import factorial
 import numpy as np
 from numba import njit
 
-from ._tree_kernels import _goes_left
+from ..trees.walks import goes_left
+from ._tree_kernels import row_bits
 
 __all__ = [
     "pd_interaction_weights",
@@ -104,7 +105,7 @@ def iv_interaction_weights(max_m: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 # ------------------------------------------------------------ table builder
 @njit(cache=True, nogil=True)
-def build_iv_interaction_tables(trees, node_offsets, feature, threshold, left, right, missing_left,
+def build_iv_interaction_tables(trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
                                 node_bit, leaf_m, leaf_toff, bg, max_depth, c2, c3, c4, counts,
                                 table):
     """Count background rows per (leaf, Y) and fold the counts into the six tables.
@@ -133,7 +134,7 @@ def build_iv_interaction_tables(trees, node_offsets, feature, threshold, left, r
                     if leaf_m[node] >= 2:
                         counts[leaf_toff[node] + T] += 1.0
                     continue
-                gl = _goes_left(bg[b, feature[node]], threshold[node], missing_left[node])
+                gl = goes_left(bg[b, feature[node]], node, threshold, missing_left, cat_start, cat_bits)
                 bit = node_bit[node]
                 if bit < 0:
                     # masked: the background row decides, no player
@@ -188,22 +189,8 @@ def build_iv_interaction_tables(trees, node_offsets, feature, threshold, left, r
 
 
 # -------------------------------------------------------------- row kernels
-@njit(cache=True, nogil=True, inline="always")
-def _row_bits(bl, bp, nb, bit, xf, thr, ml, is_left):
-    """T of a child from its parent's: add the parent's bit where the row goes the other way."""
-    if bit < 0:
-        for r in range(nb):
-            bl[r] = bp[r]
-    else:
-        mask = np.int64(1) << bit
-        for r in range(nb):
-            x = xf[r]
-            gl = ml if x != x else x <= thr
-            bl[r] = bp[r] | (0 if gl == is_left else mask)
-
-
 @njit(cache=True, nogil=True)
-def pd_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left,
+def pd_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
                   node_bit, leaf_m, leaf_foff, flat_feat, flat_coef, leaf_toff, tab, value,
                   tree_output, max_depth, max_bits, block, out):
     """Path-dependent interaction values of ``X[rows]`` from the leaf tables K2.
@@ -251,8 +238,8 @@ def pd_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right,
                 L = st_lvl[sp]
                 if L > 0:
                     par = st_par[sp]
-                    _row_bits(buf[L], buf[L - 1], nb, node_bit[par], xb[feature[par]],
-                              threshold[par], missing_left[par] != 0, st_left[sp])
+                    row_bits(buf[L], buf[L - 1], nb, node_bit[par], xb[feature[par]], par, threshold,
+                             missing_left, cat_start, cat_bits, st_left[sp])
                 if left[node] >= 0:
                     st_node[sp] = right[node]
                     st_lvl[sp] = L + 1
@@ -309,7 +296,7 @@ def pd_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right,
 
 
 @njit(cache=True, nogil=True)
-def iv_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left,
+def iv_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
                   node_bit, leaf_m, leaf_foff, flat_feat, leaf_toff, tab, value, tree_output,
                   max_depth, block, out):
     """Interventional interaction values of ``X[rows]`` from the six leaf tables.
@@ -357,8 +344,8 @@ def iv_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right,
                 L = st_lvl[sp]
                 if L > 0:
                     par = st_par[sp]
-                    _row_bits(buf[L], buf[L - 1], nb, node_bit[par], xb[feature[par]],
-                              threshold[par], missing_left[par] != 0, st_left[sp])
+                    row_bits(buf[L], buf[L - 1], nb, node_bit[par], xb[feature[par]], par, threshold,
+                             missing_left, cat_start, cat_bits, st_left[sp])
                 if left[node] >= 0:
                     st_node[sp] = right[node]
                     st_lvl[sp] = L + 1
@@ -442,7 +429,7 @@ def _divide(src, deg, z, dst):
 
 
 @njit(cache=True, nogil=True)
-def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left,
+def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
                    cover, masked, value, tree_output, max_depth, w2, out):
     """Path-dependent interaction values per (row, leaf), without tables.
 
@@ -504,7 +491,7 @@ def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right
                     if masked[f]:
                         lv_lw[L] *= r
                     else:
-                        gl = _goes_left(X[row, f], threshold[par], missing_left[par])
+                        gl = goes_left(X[row, f], par, threshold, missing_left, cat_start, cat_bits)
                         follows = (node == left[par]) == gl
                         j = 0
                         while j < mm and lv_feat[L, j] != f:
@@ -582,7 +569,7 @@ def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right
 
 
 @njit(cache=True, nogil=True)
-def iv_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left,
+def iv_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
                    masked, bg, value, tree_output, max_depth, c2, c3, c4, out):
     """Interventional interaction values by walking every (row, background row) pair.
 
@@ -668,14 +655,14 @@ def iv_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right
                                             out[row, f1, f2, c] += w * value[node, c]
                         continue
                     f = feature[node]
-                    bl = _goes_left(bg[b, f], threshold[node], missing_left[node])
+                    bl = goes_left(bg[b, f], node, threshold, missing_left, cat_start, cat_bits)
                     bchild = left[node] if bl else right[node]
                     if masked[f]:
                         nxt_a = bchild
                         nxt_b = -1
                         fa = -1
                     else:
-                        xl = _goes_left(X[row, f], threshold[node], missing_left[node])
+                        xl = goes_left(X[row, f], node, threshold, missing_left, cat_start, cat_bits)
                         xchild = left[node] if xl else right[node]
                         if xl == bl or state[f] == 1:
                             nxt_a = xchild

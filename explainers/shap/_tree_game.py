@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..trees import flatten_model, is_tree_model
+from ..trees.walks import goes_left, rules_of
 from ..errors import InvalidModelError
 from ..model import ModelAdapter
 
@@ -87,12 +88,12 @@ class TreePredictor:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Outputs of shape (n, n_cols) for float rows in the model's column order."""
-        from ..trees.walks import tree_sums_kernel
+        from ..trees.walks import rules_of, tree_sums_kernel
 
         ens = self.ens
         Xw = ens.prepare_inputs(X)
         sums = np.empty((len(Xw), ens.n_raw))
-        tree_sums_kernel(Xw, self.nodes, self.thr, ens.missing_go_left, ens.value, ens.roots,
+        tree_sums_kernel(Xw, self.nodes, self.thr, ens.missing_go_left, *rules_of(ens), ens.value, ens.roots,
                          ens.max_depth, _BLOCK_ROWS, sums)
         raw = ens.base[None, :] + ens.scale * sums
         if self.kind == "margin":
@@ -123,7 +124,8 @@ class TreePredictor:
             if len(used):
                 codes[t] = (Z[:, used].astype(np.int64) << np.arange(len(used), dtype=np.int64)).sum(axis=1)
         sums = np.zeros((len(xw), len(Z), len(bw), ens.n_raw))
-        _game_sums(xw, bw, self.nodes, self.thr, ens.missing_go_left, ens.value, ens.roots, self.bit,
+        _game_sums(xw, bw, self.nodes, ens.threshold, ens.missing_go_left, *rules_of(ens), ens.value, ens.roots,
+                   self.bit,
                    self.n_tree_features, codes, ens.max_depth, sums)
         raw = ens.base + ens.scale * sums
         if self.kind == "margin":
@@ -135,15 +137,9 @@ class TreePredictor:
         return flat.reshape(*sums.shape[:3], -1)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _goes_left(x, thr, missing_left):  # pragma: no cover - compiled
-    if x != x:
-        return missing_left != 0
-    return x <= thr
-
-
 @njit(cache=True, nogil=True, parallel=True)
-def _game_sums(xw, bw, nodes, thr, missing_left, value, roots, bit, tree_m, codes, max_depth, sums):  # pragma: no cover
+def _game_sums(xw, bw, nodes, threshold, missing_left, cat_start, cat_bits, value, roots, bit, tree_m, codes,
+               max_depth, sums):  # pragma: no cover
     """``sums[i, q, b] += value_t(leaf of coalition q's synthetic row of x_i and b_b)`` over trees t."""
     r = xw.shape[0]
     B = bw.shape[0]
@@ -185,15 +181,13 @@ def _game_sums(xw, bw, nodes, thr, missing_left, value, roots, bit, tree_m, code
                         break
                     k = bit[t, f]
                     m = 1 << k
-                    t_thr = thr[node, 3]
-                    ml = missing_left[node]
                     if on & m:
-                        left = _goes_left(xw[i, f], t_thr, ml)
+                        left = goes_left(xw[i, f], node, threshold, missing_left, cat_start, cat_bits)
                     elif off & m:
-                        left = _goes_left(bw[b, f], t_thr, ml)
+                        left = goes_left(bw[b, f], node, threshold, missing_left, cat_start, cat_bits)
                     else:
-                        lx = _goes_left(xw[i, f], t_thr, ml)
-                        lb = _goes_left(bw[b, f], t_thr, ml)
+                        lx = goes_left(xw[i, f], node, threshold, missing_left, cat_start, cat_bits)
+                        lb = goes_left(bw[b, f], node, threshold, missing_left, cat_start, cat_bits)
                         if lx == lb:
                             left = lx
                         else:  # x and b part here: follow both, fixing this feature's choice

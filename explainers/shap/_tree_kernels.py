@@ -49,6 +49,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..trees.walks import goes_left
+
 __all__ = [
     "BLOCK",
     "leaf_paths",
@@ -98,11 +100,25 @@ def shapley_iv_weights(max_m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _goes_left(x, threshold, missing_left):
-    # NaN follows the learned routing; a value equal to the threshold goes left
-    if x != x:
-        return missing_left != 0
-    return x <= threshold
+def row_bits(bl, bp, nb, bit, xf, node, threshold, missing_left, cat_start, cat_bits, is_left):
+    """T of a child from its parent's for a block of rows: add the parent's bit
+    (``node`` is the parent) where the row goes the other way than this child."""
+    if bit < 0:
+        for r in range(nb):
+            bl[r] = bp[r]
+        return
+    mask = np.int64(1) << bit
+    if cat_start[node] < 0:  # a plain split: branch-free, so the loop vectorises
+        thr = threshold[node]
+        ml = missing_left[node] != 0
+        for r in range(nb):
+            x = xf[r]
+            gl = ml if x != x else x <= thr
+            bl[r] = bp[r] | (0 if gl == is_left else mask)
+    else:
+        for r in range(nb):
+            gl = goes_left(xf[r], node, threshold, missing_left, cat_start, cat_bits)
+            bl[r] = bp[r] | (0 if gl == is_left else mask)
 
 
 # --------------------------------------------------------------- leaf paths
@@ -275,7 +291,7 @@ def merge_pd_pairs(parents, left, right, node_bit, leaf_m, leaf_foff, flat_coef,
 
 
 @njit(cache=True, nogil=True)
-def build_iv_tables(trees, node_offsets, feature, threshold, left, right, missing_left,
+def build_iv_tables(trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
                     node_bit, leaf_m, leaf_toff, bg, max_depth, ctab, cptab, counts,
                     table, leaf_lw):
     """Count background rows per (leaf, T) and fold the counts into R0, R1, G.
@@ -302,7 +318,7 @@ def build_iv_tables(trees, node_offsets, feature, threshold, left, right, missin
                 if left[node] < 0:
                     counts[leaf_toff[node] + T] += 1.0
                     continue
-                gl = _goes_left(bg[b, feature[node]], threshold[node], missing_left[node])
+                gl = goes_left(bg[b, feature[node]], node, threshold, missing_left, cat_start, cat_bits)
                 bit = node_bit[node]
                 if bit < 0:
                     # masked: the background row decides, no player
@@ -358,7 +374,7 @@ def build_iv_tables(trees, node_offsets, feature, threshold, left, right, missin
 
 # --------------------------------------------------------------- row kernel
 @njit(cache=True, nogil=True)
-def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left,
+def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
                node_bit, leaf_m, leaf_foff, flat_feat, flat_coef, leaf_toff, leaf_lw,
                tab0, tab1, tab2, interventional, pair, value, tree_output, max_depth, out, pred):
     """Add the table-tree contributions of ``X[rows]`` into ``out[rows]`` and ``pred[rows]``.
@@ -368,7 +384,8 @@ def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, mi
     ``tab2`` G (interventional; path-dependent runs pass K three times).
     ``flat_coef`` holds ``(1 - z) / z`` for path-dependent tables (unused for
     interventional ones). A node with ``pair[node]`` set has two leaf children
-    whose tables :func:`merge_pd_pairs` merged: it is done as one leaf. Single-output trees have their
+    whose tables :func:`merge_pd_pairs` merged: it is done as one leaf (never
+    a rule node or the child of one: its inline comparisons are plain splits). Single-output trees have their
     leaf value folded into the table already (``leaf_lw`` too); multi-output
     trees multiply by the leaf's value row here.
 
@@ -416,22 +433,8 @@ def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, mi
                 # a pair node folds its own T into the pass that indexes its tables
                 if L > 0 and not (pair[node] and node_bit[st_par[sp]] >= 0):
                     par = st_par[sp]
-                    bit = node_bit[par]
-                    bl = buf[L]
-                    bp = buf[L - 1]
-                    if bit < 0:
-                        for r in range(nb):
-                            bl[r] = bp[r]
-                    else:
-                        mask = np.int64(1) << bit
-                        xf = xb[feature[par]]
-                        thr = threshold[par]
-                        ml = missing_left[par] != 0
-                        is_left = st_left[sp]
-                        for r in range(nb):
-                            x = xf[r]
-                            gl = ml if x != x else x <= thr
-                            bl[r] = bp[r] | (0 if gl == is_left else mask)
+                    row_bits(buf[L], buf[L - 1], nb, node_bit[par], xb[feature[par]], par, threshold,
+                             missing_left, cat_start, cat_bits, st_left[sp])
                 if pair[node]:
                     # two sibling leaves at once: P and Q indexed by T of the left
                     # leaf plus, on top, whether the right leaf has the split bit
@@ -605,7 +608,7 @@ def _unwound_sum(pz, po, pw, L, d, k):
 
 @njit(cache=True, nogil=True)
 def textbook_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, right,
-                     missing_left, cover, masked, value, tree_output, max_depth, out, pred):
+                     missing_left, cat_start, cat_bits, cover, masked, value, tree_output, max_depth, out, pred):
     """Path-dependent Tree SHAP (Lundberg et al. 2020, Algorithm 2) without recursion.
 
     Each tree level owns a copy of the unique path (feature, zero fraction,
@@ -694,7 +697,7 @@ def textbook_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, rig
                         st_mult[sp] = mult * (cover[child] / cn if cn > 0 else 0.0)
                         sp += 1
                     continue
-                if _goes_left(X[row, f], threshold[node], missing_left[node]):
+                if goes_left(X[row, f], node, threshold, missing_left, cat_start, cat_bits):
                     hot_c = lc
                     cold_c = rc
                 else:
@@ -729,7 +732,7 @@ def textbook_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, rig
 
 @njit(cache=True, nogil=True)
 def textbook_iv_rows(X, rows, trees, node_offsets, feature, threshold, left, right,
-                     missing_left, masked, bg, value, tree_output, max_depth, ctab, cptab,
+                     missing_left, cat_start, cat_bits, masked, bg, value, tree_output, max_depth, ctab, cptab,
                      out, pred):
     """Interventional Tree SHAP by brute recursion over (row, background row) pairs.
 
@@ -811,14 +814,14 @@ def textbook_iv_rows(X, rows, trees, node_offsets, feature, threshold, left, rig
                                     pred[row, c] += inv_b * value[node, c]
                         continue
                     f = feature[node]
-                    bl = _goes_left(bg[b, f], threshold[node], missing_left[node])
+                    bl = goes_left(bg[b, f], node, threshold, missing_left, cat_start, cat_bits)
                     bchild = left[node] if bl else right[node]
                     if masked[f]:
                         nxt_a = bchild
                         nxt_b = -1
                         fa = -1
                     else:
-                        xl = _goes_left(X[row, f], threshold[node], missing_left[node])
+                        xl = goes_left(X[row, f], node, threshold, missing_left, cat_start, cat_bits)
                         xchild = left[node] if xl else right[node]
                         if xl == bl or state[f] == 1:
                             nxt_a = xchild

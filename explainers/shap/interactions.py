@@ -369,7 +369,7 @@ def _build_plan(ts, nd: dict, depth: int, masked: np.ndarray, bg, use_tables: bo
             chunks = [a for a in np.array_split(table_trees, n_jobs * 4) if len(a)]
             _map(lambda tr: IK.build_iv_interaction_tables(
                 tr, nd["node_offsets"], nd["feature"], nd["threshold"], nd["left"], nd["right"],
-                nd["missing_left"], node_bit, lm, leaf_toff, bg, depth, c2, c3, c4, counts, table),
+                nd["missing_left"], nd["cat_start"], nd["cat_bits"], node_bit, lm, leaf_toff, bg, depth, c2, c3, c4, counts, table),
                 chunks, n_jobs, float(len(bg)) * len(leaves) + total * 4)
         else:
             z = flat_z
@@ -405,7 +405,7 @@ def _run_rows(ts, nd, depth, plan: _Plan, Xp, rows, bg, out, tick) -> None:
     k = ens.n_raw
     block = int(min(128, max(8, BLOCK_FLOATS // (p * p * k))))
     common = (nd["node_offsets"], nd["feature"], nd["threshold"], nd["left"], nd["right"],
-              nd["missing_left"])
+              nd["missing_left"], nd["cat_start"], nd["cat_bits"])
     if len(plan.direct_trees):
         if iv:
             c2, c3, c4 = IK.iv_interaction_weights(depth + 1)
@@ -462,7 +462,7 @@ def tree_interactions(
     method for the parameters. The explainer's mode, output and class choice
     apply as in :meth:`~explainers.shap.TreeShap.explain`.
     """
-    from .tree import _numeric
+    from .tree import tree_inputs
 
     func = "TreeShap.interactions"
     progress = check_progress(progress, func)
@@ -470,14 +470,14 @@ def tree_interactions(
     res = ts.explain(X, missing, nan_is_missing=nan_is_missing, random_state=seed)
     adapter, ens = ts.adapter, ts.ensemble
     frame, mask = res.data, res.missing
-    Xp = ens.prepare_inputs(_numeric(frame, "X"))
+    Xp = tree_inputs(ens, frame, "X")
     n, p = Xp.shape
     iv = ts.mode == "interventional"
     bg = bg_key = None
     if iv:
         bg_frame, _ = prepare_background(adapter, ts.background, frame, random_state=seed,
                                          func=ts._func, warn_large=False)
-        bg = ens.prepare_inputs(_numeric(bg_frame, "The background"))
+        bg = tree_inputs(ens, bg_frame, "The background")
         bg_key = (bg.shape, hash(bg.tobytes()))
     nd = ts._nodes
     depth = true_depth(ens)

@@ -209,6 +209,8 @@ class TreeShap:
             left=np.ascontiguousarray(ens.left, np.int64),
             right=np.ascontiguousarray(ens.right, np.int64),
             missing_left=np.ascontiguousarray(ens.missing_go_left, np.int64),
+            cat_start=np.ascontiguousarray(ens.cat_start, np.int64),
+            cat_bits=np.ascontiguousarray(ens.cat_bits, np.int64),
             cover=np.ascontiguousarray(ens.cover, np.float64),
             value=np.ascontiguousarray(ens.value, np.float64),
             node_offsets=np.ascontiguousarray(ens.node_offsets, np.int64),
@@ -298,6 +300,13 @@ class TreeShap:
             single_tree = (nd["tree_output"] >= 0) | (ens.n_raw == 1)
             parents = ~is_leaf & (node_bit >= 0) & single_tree[tree_of_node]
             parents[parents] &= is_leaf[lc[parents]] & is_leaf[rc[parents]]
+            # a merged pair compares inline: never at a rule node or below one
+            ruled = nd["cat_start"] >= 0
+            if ruled.any():
+                below_rule = np.zeros(n_nodes, bool)
+                below_rule[lc[ruled & ~is_leaf]] = True
+                below_rule[rc[ruled & ~is_leaf]] = True
+                parents &= ~ruled & ~below_rule
             entries[lc[parents]] *= 2
             entries[rc[parents]] *= 2
         tree_entries = np.add.reduceat(entries, starts)
@@ -331,7 +340,7 @@ class TreeShap:
                 self._map(
                     lambda tr: K.build_iv_tables(
                         tr, nd["node_offsets"], nd["feature"], nd["threshold"], nd["left"],
-                        nd["right"], nd["missing_left"], node_bit, leaf_m, leaf_toff, bg,
+                        nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"], node_bit, leaf_m, leaf_toff, bg,
                         int(ens.max_depth), c, cp, counts, table, leaf_lw),
                     chunks,
                     build_work,
@@ -392,7 +401,7 @@ class TreeShap:
             if len(plan.table_trees):
                 K.table_rows(
                     X, chunk, plan.table_trees, nd["node_offsets"], nd["feature"],
-                    nd["threshold"], nd["left"], nd["right"], nd["missing_left"], plan.node_bit,
+                    nd["threshold"], nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"], plan.node_bit,
                     plan.leaf_m, plan.leaf_foff, plan.flat_feat, plan.flat_coef, plan.leaf_toff,
                     plan.leaf_lw, plan.table[0], plan.table[min(1, len(plan.table) - 1)],
                     plan.table[-1], iv, plan.pair, nd["value"], nd["tree_output"], md, out, pred)
@@ -400,12 +409,12 @@ class TreeShap:
                 if iv:
                     K.textbook_iv_rows(
                         X, chunk, plan.text_trees, nd["node_offsets"], nd["feature"],
-                        nd["threshold"], nd["left"], nd["right"], nd["missing_left"],
+                        nd["threshold"], nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"],
                         plan.masked, bg, nd["value"], nd["tree_output"], md, c, cp, out, pred)
                 else:
                     K.textbook_pd_rows(
                         X, chunk, plan.text_trees, nd["node_offsets"], nd["feature"],
-                        nd["threshold"], nd["left"], nd["right"], nd["missing_left"],
+                        nd["threshold"], nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"],
                         nd["cover"], plan.masked, nd["value"], nd["tree_output"], md, out, pred)
             return len(chunk)
 
@@ -477,7 +486,7 @@ class TreeShap:
         ens = self.ensemble
         frame = as_frame(adapter, X)
         mask = missing_mask(adapter, frame, missing, bool(nan_is_missing))
-        Xp = ens.prepare_inputs(_numeric(frame, "X"))
+        Xp = tree_inputs(ens, frame, "X")
         n, p = Xp.shape
         iv = self.mode == "interventional"
         bg = None
@@ -488,7 +497,7 @@ class TreeShap:
             bg_frame, source = prepare_background(
                 adapter, self.background, frame, random_state=seed, func=self._func
             )
-            bg = ens.prepare_inputs(_numeric(bg_frame, "The background"))
+            bg = tree_inputs(ens, bg_frame, "The background")
             key = (source, bg.shape, hash(bg.tobytes()))
             if key != self._bg_key:  # tables hold background counts: new rows, new tables
                 self._plans.clear()
@@ -584,12 +593,17 @@ class TreeShap:
                                  progress=progress, random_state=random_state)
 
 
-def _numeric(frame: pd.DataFrame, what: str) -> np.ndarray:
+def tree_inputs(ens: TreeEnsemble, frame: pd.DataFrame, what: str) -> np.ndarray:
+    """The rows as the trees compare them: numbers, categorical columns as the
+    model's category codes (where it knows its categories)."""
     try:
-        return frame.to_numpy(dtype=float)
+        if any(c is not None for c in ens.categories):
+            return ens.prepare_inputs(frame)
+        return ens.prepare_inputs(frame.to_numpy(dtype=float))
     except (TypeError, ValueError):
-        bad = [c for c, t in frame.dtypes.items() if not pd.api.types.is_numeric_dtype(t)]
+        bad = [c for j, (c, t) in enumerate(frame.dtypes.items())
+               if not pd.api.types.is_numeric_dtype(t) and ens.categories[j] is None]
         raise InvalidDataError(
-            f"{what} has non-numeric columns ({', '.join(map(str, bad[:5]))}); scikit-learn "
-            "trees take numbers only. Encode them first (the model was fitted on numbers)."
+            f"{what} has non-numeric columns ({', '.join(map(str, bad[:5]))}); this model's "
+            "trees take numbers there. Encode them first (the model was fitted on numbers)."
         ) from None

@@ -121,8 +121,9 @@ class TreeEnsemble:
         Class name of the flattened model.
     cat_start : ndarray of shape (n_nodes,), dtype=int64
         Where a node's rule starts in ``cat_bits``; -1 for a plain node.
-    cat_bits : ndarray, dtype=uint64
-        The node rules back to back (see the module docstring).
+    cat_bits : ndarray, dtype=int64
+        The node rules back to back (see the module docstring); the set words
+        are bit patterns (int64 so that compiled kernels need no unsigned mix).
     categories : tuple
         Per input column: None for a numeric column, or the tuple of category
         values whose positions are the codes the trees compare.
@@ -152,7 +153,7 @@ class TreeEnsemble:
         if self.cat_start is None:
             object.__setattr__(self, "cat_start", np.full(len(self.feature), -1, np.int64))
         if self.cat_bits is None:
-            object.__setattr__(self, "cat_bits", np.zeros(0, np.uint64))
+            object.__setattr__(self, "cat_bits", np.zeros(0, np.int64))
         if self.categories is None:
             object.__setattr__(self, "categories", (None,) * int(self.n_features))
 
@@ -169,7 +170,7 @@ class TreeEnsemble:
         """Input columns with a categorical split (or known categories)."""
         flagged = self.cat_start >= 0
         cat = flagged.copy()
-        cat[flagged] = (self.cat_bits[self.cat_start[flagged] + 1] & np.uint64(RULE_CATEGORICAL)) != 0
+        cat[flagged] = (self.cat_bits[self.cat_start[flagged] + 1] & RULE_CATEGORICAL) != 0
         out = set(int(f) for f in self.feature[cat])
         out |= {j for j, c in enumerate(self.categories) if c is not None}
         return sorted(out)
@@ -232,18 +233,18 @@ class TreeEnsemble:
             return out
         s = start[ruled]
         xs = x[ruled]
-        k = self.cat_bits[s].astype(np.int64)
+        k = self.cat_bits[s]
         flags = self.cat_bits[s + 1]
         miss = self.missing_go_left[node[ruled]] == 1
-        is_cat = (flags & np.uint64(RULE_CATEGORICAL)) != 0
+        is_cat = (flags & RULE_CATEGORICAL) != 0
         with np.errstate(invalid="ignore"):
             inside = ~np.isnan(xs) & (xs >= 0) & (xs < 64.0 * k)
             code = np.where(inside, xs, 0).astype(np.int64)
             word = self.cat_bits[np.where(inside, s + 2 + (code >> 6), 0)]
-            in_set = inside & (((word >> (code & 63).astype(np.uint64)) & np.uint64(1)) == 1)
-            other = (flags & np.uint64(RULE_OTHER_LEFT)) != 0
+            in_set = inside & (((word >> (code & 63)) & 1) == 1)
+            other = (flags & RULE_OTHER_LEFT) != 0
             cat_left = np.where(np.isnan(xs), miss, np.where(inside, in_set, other))
-            zero = (flags & np.uint64(RULE_ZERO_MISSING)) != 0
+            zero = (flags & RULE_ZERO_MISSING) != 0
             num_left = np.where(np.isnan(xs) | (zero & (np.abs(xs) <= ZERO_MISSING_EPS)), miss,
                                 xs <= self.threshold[node[ruled]])
         out = out.copy()
@@ -284,8 +285,15 @@ class TreeEnsemble:
         -------
         ndarray of shape (n_samples, n_raw)
         """
-        leaves = self.apply(X)
-        total = self.value[leaves].sum(axis=1)
+        from .walks import pack_nodes, rules_of, tree_sums_kernel
+
+        Xw = self.prepare_inputs(X)
+        if Xw.ndim != 2 or Xw.shape[1] != self.n_features:
+            raise ValueError(f"expected rows of {self.n_features} columns, got shape {Xw.shape}")
+        nodes, thr = pack_nodes(self.feature, self.threshold, self.left, self.right)
+        total = np.empty((len(Xw), self.n_raw))
+        tree_sums_kernel(Xw, nodes, thr, self.missing_go_left, *rules_of(self), np.ascontiguousarray(self.value),
+                         self.roots, self.max_depth, 256, total)
         return self.base[None, :] + self.scale * total
 
     def transform_raw(self, raw: np.ndarray) -> np.ndarray:
@@ -331,7 +339,7 @@ def rule_record(flags: int, categories=()) -> np.ndarray:
     words = np.zeros(k, np.uint64)
     for c in cats:
         words[c >> 6] |= np.uint64(1) << np.uint64(c & 63)
-    return np.concatenate([np.asarray([k, flags], np.uint64), words])
+    return np.concatenate([np.asarray([k, flags], np.int64), words.view(np.int64)])
 
 
 def encode_categories(X, categories) -> np.ndarray:
@@ -393,9 +401,9 @@ def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_fe
         rules = p[8] if len(p) > 8 and p[8] else {}
         for local, record in sorted(rules.items()):
             cat_start[offsets[t] + int(local)] = used
-            records.append(np.asarray(record, np.uint64))
+            records.append(np.asarray(record).astype(np.int64, copy=False))
             used += len(records[-1])
-    cat_bits = np.concatenate(records) if records else np.zeros(0, np.uint64)
+    cat_bits = np.concatenate(records) if records else np.zeros(0, np.int64)
     return TreeEnsemble(
         feature=cat(0).astype(np.int32),
         threshold=cat(1),

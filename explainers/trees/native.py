@@ -117,6 +117,11 @@ class NativeTreeClassifier(NativeTreeModel):
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
+    def decision_function(self, X) -> np.ndarray:
+        """The raw margin (log-odds for binary, one column per class for multiclass)."""
+        raw = self.predict_raw(X)
+        return raw[:, 0] if raw.shape[1] == 1 else raw
+
 
 def native_model(ensemble, *, task: str, classes=None, **kw) -> NativeTreeModel:
     """Wrap a parsed ensemble: a classifier for ``task="classification"`` (with

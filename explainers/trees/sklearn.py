@@ -38,13 +38,18 @@ def _sk_tree_arrays(tree, column: int | None, n_raw: int):
     return feature, threshold, left, right, missing, value, cover, -1
 
 
-def _hgb_tree_arrays(predictor, column: int, n_raw: int):
+def _hgb_tree_arrays(predictor, column: int, n_raw: int, cat_info=None):
+    """Arrays of one HistGradientBoosting predictor.
+
+    ``cat_info`` = (original column of each predictor column, known-category
+    bitsets, feature -> bitset row map) for a model with categorical features:
+    the predictor reads the columns of the model's internal encoder (categorical
+    ones first), so features are mapped back to the user's columns here, and a
+    categorical split becomes a rule over the encoder's category codes.
+    """
+    from .ensemble import RULE_CATEGORICAL, RULE_OTHER_LEFT, rule_record
+
     nodes = predictor.nodes
-    if nodes["is_categorical"].any():
-        raise InvalidModelError(
-            "This HistGradientBoosting model has categorical splits, which the "
-            "flat tree representation does not cover; use method='brute' instead."
-        )
     leaf = nodes["is_leaf"].astype(bool)
     left = np.where(leaf, -1, nodes["left"].astype(np.int64))
     right = np.where(leaf, -1, nodes["right"].astype(np.int64))
@@ -54,7 +59,47 @@ def _hgb_tree_arrays(predictor, column: int, n_raw: int):
     value = np.zeros((len(nodes), n_raw))
     value[:, column] = nodes["value"]
     cover = nodes["count"].astype(np.float64)
-    return feature, threshold, left, right, missing, value, cover, -1
+    rules = {}
+    is_cat = nodes["is_categorical"].astype(bool) & ~leaf
+    if is_cat.any() and cat_info is None:
+        raise InvalidModelError("This HistGradientBoosting model has categorical splits but no category encoder.")
+    if cat_info is not None:
+        to_original, known, f_idx_map = cat_info
+        raw_bits = np.asarray(predictor.raw_left_cat_bitsets)
+        codes = np.arange(256)
+        for i in np.flatnonzero(is_cat):
+            f = int(feature[i])
+            words_left = raw_bits[int(nodes["bitset_idx"][i])]
+            words_known = known[int(f_idx_map[f])]
+            in_left = (words_left[codes >> 5] >> (codes & 31)) & 1
+            is_known = (words_known[codes >> 5] >> (codes & 31)) & 1
+            # unknown categories (and codes < 0) go the missing way, as scikit-learn's predictor does
+            goes = (in_left == 1) | ((is_known == 0) & bool(missing[i]))
+            flags = RULE_CATEGORICAL | (RULE_OTHER_LEFT if missing[i] else 0)
+            rules[int(i)] = rule_record(flags, codes[goes])
+            threshold[i] = 0.0
+        feature = np.where(leaf, -1, np.asarray(to_original, np.int64)[np.maximum(feature, 0)])
+    return feature, threshold, left, right, missing, value, cover, -1, rules
+
+
+def _hgb_categories(model):
+    """For a HistGradientBoosting with categorical features: (cat_info for
+    :func:`_hgb_tree_arrays`, per-column category tuples); (None, None) without."""
+    pre = getattr(model, "_preprocessor", None)
+    if pre is None:
+        return None, None
+    is_cat = np.asarray(model.is_categorical_, bool)
+    to_original = np.concatenate([np.flatnonzero(is_cat), np.flatnonzero(~is_cat)])
+    encoder = pre.named_transformers_["encoder"]
+    categories = [None] * len(is_cat)
+    for j, cats in zip(np.flatnonzero(is_cat), encoder.categories_):
+        import pandas as pd
+
+        kept = [c for c in list(cats) if not (isinstance(c, float) and np.isnan(c)) and c is not pd.NA
+                and c is not None]
+        categories[int(j)] = tuple(c.item() if hasattr(c, "item") else c for c in kept)
+    known, f_idx_map = model._bin_mapper.make_known_categories_bitsets()
+    return (to_original, np.asarray(known), np.asarray(f_idx_map)), categories
 
 
 def _link_transform(model) -> str:
@@ -122,7 +167,7 @@ def flatten_sklearn(model) -> TreeEnsemble:
     model : estimator
         A fitted DecisionTree*/ExtraTree* , RandomForest*, ExtraTrees*,
         GradientBoosting* (constant or zero ``init``) or HistGradientBoosting*
-        (no categorical splits) model with a single output.
+        (with or without categorical features) model with a single output.
 
     Returns
     -------
@@ -132,8 +177,7 @@ def flatten_sklearn(model) -> TreeEnsemble:
     ------
     InvalidModelError
         For a multi-output model, GradientBoosting with a
-        non-constant ``init`` estimator, HistGradientBoosting with categorical
-        features, or an output link without a transform here.
+        non-constant ``init`` estimator, or an output link without a transform here.
     """
     name = type(model).__name__
     if getattr(model, "n_outputs_", 1) != 1:
@@ -193,19 +237,20 @@ def _gradient_boosting(model, name):
 
 
 def _hist_gradient_boosting(model, name):
-    """HistGradientBoosting: the baseline plus the sum of tree values (float64 inputs), through its link."""
-    if getattr(model, "_preprocessor", None) is not None:
-        raise InvalidModelError(
-            f"This {name} encodes categorical features internally, which the flat "
-            "tree representation does not cover; use method='brute'."
-        )
+    """HistGradientBoosting: the baseline plus the sum of tree values (float64 inputs), through its link.
+
+    Categorical features (native categorical splits) become rule nodes over the
+    model's own category codes, with the categories kept so that a data frame of
+    the user's values is encoded as the model's encoder does.
+    """
     transform = _link_transform(model)
     n_raw = int(model.n_trees_per_iteration_)
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
+    cat_info, categories = _hgb_categories(model)
     parts, tree_output = [], []
     for predictors in model._predictors:
         for k, predictor in enumerate(predictors):
-            parts.append(_hgb_tree_arrays(predictor, k, n_raw))
+            parts.append(_hgb_tree_arrays(predictor, k, n_raw, cat_info))
             tree_output.append(k if n_raw > 1 else -1)
-    ensemble = dict(base=base, scale=1.0, transform=transform, float32_inputs=False)
+    ensemble = dict(base=base, scale=1.0, transform=transform, float32_inputs=False, categories=categories)
     return parts, tree_output, ensemble

@@ -24,7 +24,45 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["split_positions", "pack_nodes", "tree_sums_kernel", "walk_block", "prefix_sum"]
+__all__ = ["split_positions", "grid_slices", "grid_codes", "pack_nodes", "tree_sums_kernel", "walk_block", "prefix_sum", "goes_left",
+           "rule_left", "rules_of"]
+
+
+def rules_of(ens):
+    """The ensemble's node rules as the kernels take them: (cat_start, cat_bits), int64."""
+    return (np.ascontiguousarray(ens.cat_start, np.int64), np.ascontiguousarray(ens.cat_bits, np.int64))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def rule_left(x, node, threshold, missing_left, cat_start, cat_bits):  # pragma: no cover - compiled
+    """Routing at a node with a rule (``cat_start[node] >= 0``), for a non-NaN ``x``.
+
+    Categorical: the code's bit in the node's set (left when set); codes outside
+    the set's words go where RULE_OTHER_LEFT says. Zero-as-missing numeric: a
+    zero goes the missing way. See :mod:`explainers.trees.ensemble`.
+    """
+    s = cat_start[node]
+    flags = cat_bits[s + 1]
+    if flags & 1:
+        k = cat_bits[s]
+        if x >= 0.0 and x < 64.0 * k:
+            c = np.int64(x)
+            return ((cat_bits[s + 2 + (c >> 6)] >> (c & 63)) & 1) != 0
+        return (flags & 2) != 0
+    if (flags & 4) and abs(x) <= 1e-35:
+        return missing_left[node] != 0
+    return x <= threshold[node]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def goes_left(x, node, threshold, missing_left, cat_start, cat_bits):  # pragma: no cover - compiled
+    """Whether value ``x`` goes to the left child at ``node`` (every rule of the ensemble):
+    NaN follows the learned routing, a value equal to the threshold goes left."""
+    if x != x:
+        return missing_left[node] != 0
+    if cat_start[node] >= 0:
+        return rule_left(x, node, threshold, missing_left, cat_start, cat_bits)
+    return x <= threshold[node]
 
 
 def split_positions(feature: np.ndarray, threshold: np.ndarray, f: int, grid_cmp: np.ndarray) -> np.ndarray:
@@ -32,7 +70,10 @@ def split_positions(feature: np.ndarray, threshold: np.ndarray, f: int, grid_cmp
 
     ``grid_cmp`` is the sorted grid as the trees compare it (rounded through
     float32 for scikit-learn trees). A value equal to the threshold goes left,
-    hence ``side="right"``. Other nodes get 0 (never read).
+    hence ``side="right"``. Other nodes get 0 (never read). Only for plain
+    splits: a rule's left set is not a prefix of the grid, so callers walk a
+    feature with rules (:meth:`TreeEnsemble.rule_features`) as a plain column,
+    one grid value at a time.
     """
     pos = np.zeros(len(feature), dtype=np.int64)
     if f < 0:
@@ -40,6 +81,49 @@ def split_positions(feature: np.ndarray, threshold: np.ndarray, f: int, grid_cmp
     on_f = feature == f
     pos[on_f] = np.searchsorted(grid_cmp, threshold[on_f], side="right")
     return pos
+
+
+def grid_codes(ens, f: int, grid) -> np.ndarray:
+    """A target feature's grid as the trees compare it: category codes for a
+    categorical column with known categories, rounded through float32 where the
+    model compares float32 inputs."""
+    cats = ens.categories[f] if 0 <= f < len(ens.categories) else None
+    if cats is not None:
+        import pandas as pd
+
+        from .ensemble import encode_categories
+
+        g = encode_categories(pd.DataFrame({0: list(grid)}), (cats,))[:, 0]
+    else:
+        g = np.asarray(grid, dtype=np.float64)
+    if ens.float32_inputs:
+        with np.errstate(over="ignore"):
+            g = g.astype(np.float32).astype(np.float64)
+    return g
+
+
+def grid_slices(ens, f: int, grid_cmp: np.ndarray):
+    """How a walk covers a target feature's grid: a list of ``(pos, G, part)``.
+
+    A plain feature is one walk over the whole sorted grid (``pos`` from
+    :func:`split_positions`). A feature that some rule splits on is walked one
+    grid value at a time: a one-point grid whose ``pos[node]`` is 1 where that
+    value goes left, 0 where it goes right. ``part`` is the slice of the grid
+    each walk fills. ``f < 0`` (no target): one point.
+    """
+    n = len(ens.feature)
+    if f < 0:
+        return [(np.zeros(n, np.int64), 1, slice(0, 1))]
+    ruled = (ens.feature == f) & (ens.cat_start >= 0)
+    if not ruled.any():
+        return [(split_positions(ens.feature, ens.threshold, f, grid_cmp), len(grid_cmp), slice(0, len(grid_cmp)))]
+    on = np.flatnonzero((ens.feature == f) & (ens.left >= 0))
+    out = []
+    for a, v in enumerate(np.asarray(grid_cmp, np.float64)):
+        pos = np.zeros(n, np.int64)
+        pos[on] = ens.goes_left(np.full(len(on), v), on)
+        out.append((pos, 1, slice(a, a + 1)))
+    return out
 
 
 def pack_nodes(feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, right: np.ndarray):
@@ -62,8 +146,8 @@ def pack_nodes(feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, rig
 
 @njit(cache=True, nogil=True)
 def _walk_group(
-    XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, root, D, per_row,
-    s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2,
+    XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, root, D,
+    per_row, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2,
 ):  # pragma: no cover - compiled
     """Add one tree's leaf values for rows ``idx[:m]`` of a block over the grid into D.
 
@@ -164,14 +248,23 @@ def _walk_group(
                 # rows going left are packed at idx[a:], rows going right into tmp
                 nl = 0
                 nr = 0
-                for j in range(a, b):
-                    row = idx[j]
-                    x = XbT[f, row]
-                    gl = np.int64(x <= t) | (np.int64(x != x) & ml)
-                    idx[a + nl] = row  # a + nl <= j: never overwrites an unread row
-                    tmp[nr] = row
-                    nl += gl
-                    nr += 1 - gl
+                if cat_start[node] < 0:
+                    for j in range(a, b):
+                        row = idx[j]
+                        x = XbT[f, row]
+                        gl = np.int64(x <= t) | (np.int64(x != x) & ml)
+                        idx[a + nl] = row  # a + nl <= j: never overwrites an unread row
+                        tmp[nr] = row
+                        nl += gl
+                        nr += 1 - gl
+                else:
+                    for j in range(a, b):
+                        row = idx[j]
+                        gl = np.int64(goes_left(XbT[f, row], node, thr[:, 3], missing_left, cat_start, cat_bits))
+                        idx[a + nl] = row
+                        tmp[nr] = row
+                        nl += gl
+                        nr += 1 - gl
                 mid = a + nl
                 for j in range(nr):
                     idx[mid + j] = tmp[j]
@@ -190,7 +283,8 @@ def _walk_group(
 
 @njit(cache=True, nogil=True)
 def walk_block(
-    Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value, roots, depth, D, per_row,
+    Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots,
+    depth, D, per_row,
 ):  # pragma: no cover - compiled
     """Walk rows ``start:stop`` of ``Xw`` down every tree in turn (:func:`_walk_group`) into D."""
     m = stop - start
@@ -205,8 +299,8 @@ def walk_block(
     s_lo2 = np.empty(depth, np.int64)
     s_hi2 = np.empty(depth, np.int64)
     for t in range(roots.shape[0]):
-        _walk_group(XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, value,
-                    roots[t], D, per_row, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
+        _walk_group(XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                    value, roots[t], D, per_row, s_node, s_a, s_b, s_lo1, s_hi1, s_lo2, s_hi2)
 
 
 @njit(cache=True, nogil=True)
@@ -223,7 +317,7 @@ def prefix_sum(D, G1, G2):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def tree_sums_kernel(Xw, nodes, thr, missing_left, value, roots, max_depth, block, out):  # pragma: no cover - compiled
+def tree_sums_kernel(Xw, nodes, thr, missing_left, cat_start, cat_bits, value, roots, max_depth, block, out):  # pragma: no cover - compiled
     """Unscaled tree sums ``out[i] = sum_t value_t(leaf_t(Xw[i]))`` (a plain predict).
 
     The group walk with no target feature (a one-point grid): each block of
@@ -239,8 +333,8 @@ def tree_sums_kernel(Xw, nodes, thr, missing_left, value, roots, max_depth, bloc
         stop = min(n, start + block)
         m = stop - start
         D = np.zeros((m, 1, 1, R))
-        walk_block(Xw, start, stop, -1, -1, empty, empty, 1, 1, nodes, thr, missing_left, value, roots,
-                    depth, D, True)
+        walk_block(Xw, start, stop, -1, -1, empty, empty, 1, 1, nodes, thr, missing_left, cat_start, cat_bits,
+                   value, roots, depth, D, True)
         for i in range(m):
             for r in range(R):
                 out[start + i, r] = D[i, 0, 0, r]

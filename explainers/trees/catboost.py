@@ -1,0 +1,596 @@
+"""Read a CatBoost model from its JSON file (``model.save_model("m.json", format="json")``).
+
+The file is parsed as plain data with :mod:`json`; CatBoost itself is never
+imported here, except by :func:`cbm_to_json` (a ``.cbm`` file, converted by the
+catboost package when it is installed) and :func:`catboost_from_object`.
+
+CatBoost grows *oblivious* trees: every node of level ``l`` tests the same
+condition, and a row's leaf is ``sum_l bit_l << l`` where ``bit_l`` is 1 when the
+condition of ``splits[l]`` holds. Each tree of depth ``d`` becomes an ordinary
+full binary tree of ``2**d`` leaves, with the *last* split at the root (so the
+leaves come out in the file's own order); a true condition goes right:
+
+- ``FloatFeature``: CatBoost compares the float32 input ``x > border``; here
+  ``x <= border`` goes left with ``float32_inputs=True``. A NaN input goes right
+  only where the feature's ``nan_value_treatment`` is ``AsTrue``
+  (``nan_mode="Max"``); ``AsFalse`` (``nan_mode="Min"``) and ``AsIs`` (a feature
+  without NaN in training, where ``NaN > border`` is false) send it left.
+- ``OneHotFeature``: the category whose hash equals ``value`` goes right, every
+  other category left. The hash of a category is CatBoost's CityHash of its
+  text; the file maps hashes back to values only when it was saved with the
+  training pool (``save_model(..., format="json", pool=Pool(X, y, cat_features=...))``,
+  which writes ``features_info.cat_features_hash``). The column's categories are
+  the values its one-hot splits name; any other value goes where CatBoost sends
+  it, left, as an unknown code.
+- ``OnlineCtr`` (target statistics of categorical columns): refused, see
+  :data:`CTR_MESSAGE`.
+
+Node covers are CatBoost's ``leaf_weights`` (the training weight in each leaf),
+summed up the tree: the weights CatBoost's own ``ShapValues`` use. Raw
+predictions are ``bias + scale * sum of leaf values`` (``scale_and_bias``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+
+import numpy as np
+
+from .. import limits
+from ..errors import InvalidModelError
+from .ensemble import RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble, rule_record
+from .native import NativeTreeModel, native_model
+
+__all__ = ["read_catboost", "cbm_to_json", "catboost_from_object", "CTR_MESSAGE"]
+
+CTR_MESSAGE = (
+    "This CatBoost model uses CTR (target statistics) features for its categorical columns "
+    "({features}): their values come from tables of target counts that Glassbox does not "
+    "evaluate. Retrain with one_hot_max_size larger than the number of categories of each "
+    "categorical column (every categorical split is then a one-hot split), or without cat_features."
+)
+_SAVE_HINT = "Save the model again with model.save_model('model.json', format='json') and upload that file."
+#: the magic bytes at the start of a .cbm file
+CBM_MAGIC = b"CBM1"
+
+#: loss -> (task, transform); losses not listed give identity regression
+_SIGMOID = {"Logloss", "CrossEntropy"}
+_EXP = {"Poisson", "Tweedie"}
+#: multi-output losses: several independent outputs that no transform here combines
+_MULTI_OUTPUT = {"MultiRMSE", "MultiLogloss", "MultiCrossEntropy", "RMSEWithUncertainty",
+                 "MultiQuantile", "MultiClassOneVsAll", "SurvivalAft"}
+_NAN_TREATMENTS = ("AsIs", "AsFalse", "AsTrue")
+
+
+def _bad(msg: str) -> InvalidModelError:
+    return InvalidModelError(f"{msg} The CatBoost model file is damaged or not a CatBoost JSON model. {_SAVE_HINT}")
+
+
+def _get(obj, key, kind, where, default=...):
+    """``obj[key]`` checked to be of ``kind``; a missing key gives ``default`` when one is given."""
+    if not isinstance(obj, dict):
+        raise _bad(f"{where} is not a JSON object.")
+    if key not in obj:
+        if default is not ...:
+            return default
+        raise _bad(f"{where} has no {key!r} entry.")
+    value = obj[key]
+    ok = isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, float, (int, float)))
+    if not ok:
+        raise _bad(f"{where}: {key!r} is {type(value).__name__}, not {_kind_name(kind)}.")
+    return value
+
+
+def _kind_name(kind) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number",
+             (int, float): "a number"}
+    return names.get(kind, str(kind))
+
+
+def _number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(f"{where} is {type(value).__name__}, not a number.")
+    try:
+        out = float(value)
+    except OverflowError:
+        raise _bad(f"{where} is too large a number.") from None
+    if not math.isfinite(out):
+        raise _bad(f"{where} is {out}, not a finite number.")
+    return out
+
+
+def _index(value, where: str, upper: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < upper:
+        raise _bad(f"{where} is {value!r}, not an index between 0 and {upper - 1}.")
+    return int(value)
+
+
+def _numbers(values, where: str) -> np.ndarray:
+    """A JSON list of finite numbers as float64 (refusing strings, NaN, nesting)."""
+    if not isinstance(values, list):
+        raise _bad(f"{where} is not a list.")
+    try:
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+            raise TypeError
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise _bad(f"{where} holds something other than numbers.") from None
+    if not np.isfinite(arr).all():
+        raise _bad(f"{where} holds NaN or infinite numbers.")
+    return arr
+
+
+# --------------------------------------------------------------------- parse
+def _load_json(data: bytes) -> dict:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidModelError(f"read_catboost reads the bytes of a model file; got {type(data).__name__}.")
+    data = bytes(data)
+    if len(data) > limits.limit("model_bytes"):
+        raise InvalidModelError(f"The CatBoost model file holds {limits.fmt('model_bytes', len(data))}, "
+                                f"{limits.over('model_bytes')}.")
+    if data[:4] == CBM_MAGIC:
+        data = cbm_to_json(data)
+    try:
+        doc = json.loads(data)
+    except RecursionError:
+        raise _bad("The JSON nests too deeply.") from None
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise _bad(f"It is not valid JSON ({exc}).") from None
+    if not isinstance(doc, dict):
+        raise _bad("The JSON is not an object.")
+    return doc
+
+
+def _loss(doc: dict) -> tuple[str, str]:
+    """(loss name, full objective text with its parameters)."""
+    info = _get(doc, "model_info", dict, "The file", {})
+    params = _get(info, "params", dict, "model_info", {})
+    loss = _get(params, "loss_function", dict, "model_info.params", None)
+    if loss is None:
+        return "RMSE", "RMSE"
+    name = _get(loss, "type", str, "model_info.params.loss_function")
+    extra = _get(loss, "params", dict, "model_info.params.loss_function", {})
+    args = [f"{k}={v}" for k, v in extra.items() if not str(k).startswith("__") and isinstance(v, (str, int, float))]
+    return name, name + (":" + ";".join(args) if args else "")
+
+
+def _class_names(doc: dict):
+    info = _get(doc, "model_info", dict, "The file", {})
+    cp = _get(info, "class_params", dict, "model_info", {})
+    names = _get(cp, "class_names", list, "model_info.class_params", None)
+    if not names:
+        params = _get(info, "params", dict, "model_info", {})
+        dpo = _get(params, "data_processing_options", dict, "model_info.params", {})
+        names = _get(dpo, "class_names", list, "model_info.params.data_processing_options", None)
+    if not names:
+        return None
+    if any(isinstance(v, (list, dict)) or v is None for v in names):
+        raise _bad("The class names are not plain values.")
+    return names
+
+
+def _features(doc: dict):
+    """Columns of the model: per flat index its name, kind, NaN treatment; lookups of the splits' indices."""
+    info = _get(doc, "features_info", dict, "The file")
+    for key in ("text_features", "embedding_features"):
+        if _get(info, key, list, "features_info", []):
+            raise InvalidModelError(
+                f"This CatBoost model has {key} ({len(info[key])}); Glassbox reads models of numeric and "
+                "categorical columns only. Retrain without text_features / embedding_features."
+            )
+    floats = _get(info, "float_features", list, "features_info", [])
+    cats = _get(info, "categorical_features", list, "features_info", [])
+    max_features = limits.limit("features")
+    if len(floats) + len(cats) > max_features:
+        raise InvalidModelError(f"The CatBoost model reads {len(floats) + len(cats):,} features, "
+                                f"{limits.over('features')}.")
+    columns = {}  # flat index -> (name, kind)
+    float_col, nan_right = {}, {}
+    cat_col = {}
+    for kind, items in (("float", floats), ("categorical", cats)):
+        for i, f in enumerate(items):
+            where = f"features_info.{kind}_features[{i}]"
+            flat = _index(_get(f, "flat_feature_index", int, where), f"{where}.flat_feature_index", max_features)
+            own = _index(_get(f, "feature_index", int, where), f"{where}.feature_index", max_features)
+            if flat in columns:
+                raise _bad(f"{where}: two features claim column {flat}.")
+            name = f.get("feature_id") or f.get("feature_name") or ""
+            if not isinstance(name, str):
+                raise _bad(f"{where}: the feature name is not a string.")
+            columns[flat] = (name, kind)
+            if kind == "float":
+                if own in float_col:
+                    raise _bad(f"{where}: two float features have feature_index {own}.")
+                float_col[own] = flat
+                treat = _get(f, "nan_value_treatment", str, where, "AsIs")
+                if treat not in _NAN_TREATMENTS:
+                    raise _bad(f"{where}: nan_value_treatment {treat!r} is not one of {list(_NAN_TREATMENTS)}.")
+                nan_right[own] = treat == "AsTrue"
+            else:
+                if own in cat_col:
+                    raise _bad(f"{where}: two categorical features have feature_index {own}.")
+                cat_col[own] = flat
+    n_features = max(columns) + 1 if columns else 0
+    if n_features == 0:
+        raise _bad("features_info lists no features.")
+    names = [columns.get(j, ("", "float"))[0] for j in range(n_features)]
+    if any(names):
+        names = [n or str(j) for j, n in enumerate(names)]
+    else:
+        names = None
+    hashes = {}
+    for i, item in enumerate(_get(info, "cat_features_hash", list, "features_info", [])):
+        where = f"features_info.cat_features_hash[{i}]"
+        h = _get(item, "hash", int, where)
+        value = _get(item, "value", str, where)
+        hashes[h & 0xFFFFFFFF] = value
+    return n_features, names, float_col, nan_right, cat_col, hashes
+
+
+def _splits(tree: dict, t: int, float_col, nan_right, cat_col, hashes, cat_values):
+    """The levels of one oblivious tree: (column, threshold, NaN goes left, category hash or None)."""
+    levels = []
+    ctr = []
+    for i, s in enumerate(_get(tree, "splits", list, f"oblivious_trees[{t}]")):
+        where = f"oblivious_trees[{t}].splits[{i}]"
+        kind = _get(s, "split_type", str, where)
+        if kind == "FloatFeature":
+            f = _get(s, "float_feature_index", int, where)
+            if f not in float_col:
+                raise _bad(f"{where} splits on float feature {f}, which features_info does not list.")
+            border = _number(_get(s, "border", (int, float), where), f"{where}.border")
+            levels.append((float_col[f], border, not nan_right[f], None))
+        elif kind == "OneHotFeature":
+            f = _get(s, "cat_feature_index", int, where)
+            if f not in cat_col:
+                raise _bad(f"{where} splits on categorical feature {f}, which features_info does not list.")
+            h = _get(s, "value", int, where) & 0xFFFFFFFF
+            levels.append((cat_col[f], 0.0, True, h))
+            cat_values.setdefault(cat_col[f], {}).setdefault(h, None)
+        elif kind in ("OnlineCtr", "Ctr"):
+            ctr.append(s)
+        else:
+            raise InvalidModelError(
+                f"{where} is a CatBoost split of type {kind!r}; Glassbox reads FloatFeature and "
+                "OneHotFeature splits only (numeric columns, and categorical columns with one-hot splits)."
+            )
+    return levels, ctr
+
+
+def _ctr_columns(doc, cat_col, names) -> str:
+    """The categorical columns the file's CTR tables are computed from, for the refusal message."""
+    cols = set()
+    ctr_data = doc.get("ctr_data")
+    for key in ctr_data if isinstance(ctr_data, dict) else ():
+        try:
+            ident = json.loads(key).get("identifier", [])
+            cols.update(cat_col.get(item.get("cat_feature_index")) for item in ident)
+        except (ValueError, AttributeError, TypeError, RecursionError):
+            continue
+    cols = sorted(c for c in cols if c is not None) or sorted(cat_col.values())
+    return ", ".join(names[c] if names else f"column {c}" for c in cols) or "its categorical columns"
+
+
+def _tree_parts(levels, leaf_values, leaf_weights, k: int, rules_of_level):
+    """One oblivious tree as the arrays of a full binary tree, the *last* split at the root.
+
+    Path-dependent Tree SHAP depends on the order of the levels; CatBoost's
+    ShapValues take the last split first (checked against them to 1e-12). A
+    leaf's path bits, the root's the highest, are then CatBoost's own leaf
+    index ``sum_l bit_l << l`` (``bit_l``: the condition of ``splits[l]``), so
+    the leaves come out in the file's order.
+    """
+    d = len(levels)
+    n_leaves = 1 << d
+    n_nodes = 2 * n_leaves - 1
+    feature = np.full(n_nodes, -1, np.int64)
+    threshold = np.full(n_nodes, np.nan)
+    left = np.full(n_nodes, -1, np.int64)
+    right = np.full(n_nodes, -1, np.int64)
+    miss = np.ones(n_nodes, np.uint8)
+    value = np.zeros((n_nodes, k))
+    cover = np.zeros(n_nodes)
+    rules = {}
+    for level, (col, border, nan_left, _) in enumerate(levels[::-1]):
+        nodes = np.arange((1 << level) - 1, (2 << level) - 1)
+        feature[nodes] = col
+        threshold[nodes] = border
+        miss[nodes] = nan_left
+        left[nodes] = 2 * nodes + 1
+        right[nodes] = 2 * nodes + 2
+        record = rules_of_level[d - 1 - level]
+        if record is not None:
+            for node in nodes.tolist():
+                rules[node] = record
+    first = n_leaves - 1
+    value[first:] = leaf_values.reshape(n_leaves, k)
+    cover[first:] = leaf_weights
+    for level in range(d - 1, -1, -1):
+        nodes = np.arange((1 << level) - 1, (2 << level) - 1)
+        lc, rc = 2 * nodes + 1, 2 * nodes + 2
+        c = cover[lc] + cover[rc]
+        cover[nodes] = c
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = (cover[lc, None] * value[lc] + cover[rc, None] * value[rc]) / c[:, None]
+        value[nodes] = np.where(c[:, None] > 0, mean, 0.5 * (value[lc] + value[rc]))
+    return (feature, threshold, left, right, miss, value, cover, -1, rules)
+
+
+def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
+    """Read a CatBoost model saved as JSON (or ``.cbm``, when the catboost package is installed).
+
+    Parameters
+    ----------
+    data : bytes
+        The file's bytes: ``model.save_model("model.json", format="json")``. A
+        ``.cbm`` file is converted to JSON by the catboost package (see
+        :func:`cbm_to_json`).
+    name : str, default=""
+        The file name, for messages.
+
+    Returns
+    -------
+    NativeTreeRegressor or NativeTreeClassifier
+        With ``ensemble`` (the trees), ``objective`` (the loss function),
+        ``importances`` (``"split count"`` and ``"cover"`` per column) and
+        ``classes_`` for a classifier.
+
+    Raises
+    ------
+    InvalidModelError
+        A damaged file, or a model Glassbox does not read: CTR (target
+        statistics) splits, non-symmetric trees, multi-output losses, text or
+        embedding features, one-hot splits without the category mapping.
+    """
+    doc = _load_json(data)
+    label = f"The CatBoost model{f' {name!r}' if name else ''}"
+    if "oblivious_trees" not in doc:
+        if isinstance(doc.get("trees"), list):
+            raise InvalidModelError(
+                f"{label} has non-symmetric trees (grow_policy='Depthwise' or 'Lossguide'); Glassbox reads "
+                "CatBoost's oblivious trees only. Retrain with grow_policy='SymmetricTree' (the default)."
+            )
+        raise _bad("The file has no 'oblivious_trees'.")
+    loss, objective = _loss(doc)
+    n_features, names, float_col, nan_right, cat_col, hashes = _features(doc)
+
+    trees = _get(doc, "oblivious_trees", list, "The file")
+    if not trees:
+        raise _bad("The file holds no trees.")
+    if len(trees) > limits.limit("trees"):
+        raise InvalidModelError(f"{label} has {len(trees):,} trees, {limits.over('trees')}.")
+
+    sb = _get(doc, "scale_and_bias", list, "The file", [1.0, [0.0]])
+    if len(sb) != 2:
+        raise _bad("scale_and_bias is not [scale, [bias, ...]].")
+    scale = _number(sb[0], "scale_and_bias[0]")
+    bias = _numbers(sb[1], "scale_and_bias[1]") if isinstance(sb[1], list) else np.array(
+        [_number(sb[1], "scale_and_bias[1]")])
+    k = len(bias)
+    if k < 1:
+        raise _bad("scale_and_bias gives no bias.")
+
+    # check every tree's sizes against the limits before building any array
+    max_depth = min(limits.limit("tree_depth"), 62)
+    cat_values: dict[int, dict] = {}
+    per_tree, ctr, total_nodes = [], [], 0
+    for t, tree in enumerate(trees):
+        where = f"oblivious_trees[{t}]"
+        levels, ctr_t = _splits(tree, t, float_col, nan_right, cat_col, hashes, cat_values)
+        ctr += ctr_t
+        if ctr_t:
+            continue
+        d = len(levels)
+        if d > max_depth:
+            raise InvalidModelError(f"{label}: tree {t} is {d} levels deep, over the limit of {max_depth} "
+                                    f"(the operator can raise the limit with the environment variable "
+                                    f"{limits.LIMITS['tree_depth'][0]} up to 62).")
+        values = _get(tree, "leaf_values", list, where)
+        if len(values) != k << d:
+            raise _bad(f"{where} has {len(values):,} leaf values; a tree of depth {d} with {k} output(s) "
+                       f"has {k << d:,}.")
+        weights = _get(tree, "leaf_weights", list, where, None)
+        if weights is not None and len(weights) != 1 << d:
+            raise _bad(f"{where} has {len(weights):,} leaf weights; a tree of depth {d} has {1 << d:,}.")
+        total_nodes += (2 << d) - 1
+        if total_nodes > limits.limit("nodes"):
+            raise InvalidModelError(f"{label} has more than {total_nodes:,} tree nodes, {limits.over('nodes')}.")
+        per_tree.append((levels, values, weights))
+    if ctr:
+        raise InvalidModelError(CTR_MESSAGE.format(features=_ctr_columns(doc, cat_col, names)))
+
+    # one-hot categories: a column's codes are the positions of the values its splits name
+    categories = [None] * n_features
+    for col in cat_col.values():
+        categories[col] = ()
+    code_of = {}
+    for col, hs in cat_values.items():
+        missing = [h for h in hs if h not in hashes]
+        if missing:
+            what = names[col] if names else f"column {col}"
+            raise InvalidModelError(
+                f"{label} has one-hot splits on the categorical column {what}, but the file does not say "
+                "which category each split names (CatBoost stores categories as hashes). Save it with the "
+                "training data: model.save_model('model.json', format='json', "
+                "pool=Pool(X, y, cat_features=...)); the file then maps the hashes back to the categories."
+            )
+        ordered = list(hs)
+        categories[col] = tuple(hashes[h] for h in ordered)
+        for code, h in enumerate(ordered):
+            code_of[(col, h)] = code
+
+    parts = []
+    has_weights = True
+    for t, (levels, values, weights) in enumerate(per_tree):
+        where = f"oblivious_trees[{t}]"
+        lv = _numbers(values, f"{where}.leaf_values")
+        if weights is None:
+            has_weights = False
+            lw = np.ones(1 << len(levels))
+        else:
+            lw = _numbers(weights, f"{where}.leaf_weights")
+            if (lw < 0).any():
+                raise _bad(f"{where}.leaf_weights holds a negative weight.")
+        rules_of_level = []
+        for col, _, _, h in levels:
+            if h is None:
+                rules_of_level.append(None)
+                continue
+            code = code_of[(col, h)]
+            # the named category goes right, every other code (and unknown ones) left
+            go_left = [c for c in range(64 * (code // 64 + 1)) if c != code]
+            rules_of_level.append(rule_record(RULE_CATEGORICAL | RULE_OTHER_LEFT, go_left))
+        parts.append(_tree_parts(levels, lv, _floor_weights(lw), k, rules_of_level))
+
+    # the transform of the loss
+    task, transform, classes = "regression", "identity", None
+    if loss in _MULTI_OUTPUT or (k > 1 and loss != "MultiClass"):
+        raise InvalidModelError(
+            f"{label} is trained with loss_function={loss!r}, which gives {k} separate output(s); Glassbox "
+            "reads single-output regressors, binary classifiers (Logloss, CrossEntropy) and multiclass "
+            "classifiers (MultiClass). Retrain with one of these losses (one model per output)."
+        )
+    if loss in _SIGMOID:
+        task, transform = "classification", "sigmoid"
+        classes = _class_names(doc) or [0, 1]
+        if len(classes) != 2:
+            raise _bad(f"The binary ({loss}) model lists {len(classes)} classes.")
+    elif loss == "MultiClass":
+        task, transform = "classification", "softmax"
+        classes = _class_names(doc) or list(range(k))
+        if len(classes) != k:
+            raise _bad(f"The MultiClass model lists {len(classes)} classes but its leaves hold {k} values.")
+        if k < 2:
+            raise _bad("The MultiClass model has a single output.")
+    elif loss in _EXP:
+        transform = "exp"
+
+    notes = []
+    if not has_weights:
+        notes.append("The CatBoost file holds no leaf weights: path-dependent Tree SHAP weighs every leaf "
+                     "equally, not by its training data (use interventional SHAP with background data).")
+    if any(c is not None for c in categories) and not cat_values:
+        notes.append("The model's categorical columns are not used by any split.")
+    importances = _importances(per_tree, n_features)
+    ens = assemble(parts, [-1] * len(parts), base=bias, scale=scale, transform=transform,
+                   float32_inputs=True, n_features=n_features,
+                   model_name=f"CatBoost oblivious trees ({loss})", categories=categories)
+    return native_model(ens, task=task, classes=classes, library="catboost", objective=objective,
+                        feature_names=names, importances=importances, notes=tuple(notes),
+                        source_format="catboost json")
+
+
+def _floor_weights(weights: np.ndarray) -> np.ndarray:
+    """Leaf weights with empty leaves given a negligible weight.
+
+    A leaf no training row reached has weight 0 (and value 0). CatBoost's
+    ShapValues skip such subtrees; the Tree SHAP and tree PD walks here divide
+    by node covers, so an empty leaf counts as ``1e-12`` of the tree's weight
+    instead: its contribution (value 0) stays 0 and the others move by about
+    1e-12 relative.
+    """
+    total = float(weights.sum())
+    if total <= 0:
+        return np.ones_like(weights)
+    return np.where(weights > 0, weights, total * 1e-12)
+
+
+def _importances(per_tree, n_features: int) -> dict:
+    """Splits per column (one per tree level, as CatBoost counts them) and the leaf weight they see."""
+    count = np.zeros(n_features)
+    cover = np.zeros(n_features)
+    for levels, _, weights in per_tree:
+        w = float(np.sum(_numbers(weights, "leaf_weights"))) if weights is not None else 0.0
+        for col, *_ in levels:
+            count[col] += 1
+            cover[col] += w
+    out = {"split count": count}
+    if cover.any():
+        out["cover"] = cover
+    return out
+
+
+# ------------------------------------------------------- via the package
+def cbm_to_json(data: bytes) -> bytes:
+    """Convert a ``.cbm`` (CatBoost binary) model to the JSON text :func:`read_catboost` reads.
+
+    Uses the catboost package, imported here only: loading a ``.cbm`` parses
+    flatbuffers and runs no code from the file.
+
+    Raises
+    ------
+    InvalidModelError
+        When catboost is not installed (then save the model with
+        ``format='json'``), or cannot read the file.
+    """
+    try:
+        from catboost import CatBoost
+    except ImportError:
+        raise InvalidModelError(
+            "This is a CatBoost binary (.cbm) model, which Glassbox reads only through the catboost "
+            "package, and catboost is not installed here. Save the model with format='json' "
+            "(model.save_model('model.json', format='json')) and upload that file."
+        ) from None
+    model = CatBoost()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "model.cbm")
+        with open(src, "wb") as fh:
+            fh.write(bytes(data))
+        try:
+            model.load_model(src, format="cbm")
+        except Exception as exc:  # noqa: BLE001 - CatBoostError and whatever a damaged file triggers
+            raise InvalidModelError(f"catboost cannot read this .cbm file ({_short(exc)}). {_SAVE_HINT}") from None
+        return _save_json(model, tmp)
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[-1] if text else type(exc).__name__)[:300]
+
+
+def _save_json(model, tmp: str, pool=None) -> bytes:
+    dst = os.path.join(tmp, "model.json")
+    try:
+        model.save_model(dst, format="json", pool=pool)
+    except Exception as exc:  # noqa: BLE001 - catboost refuses some models as JSON (e.g. CTR without a pool)
+        msg = _short(exc)
+        if "pool" in msg.lower() or "ctr" in msg.lower():
+            raise InvalidModelError(CTR_MESSAGE.format(features="its categorical columns")) from None
+        raise InvalidModelError(f"catboost cannot save this model as JSON ({msg}).") from None
+    with open(dst, "rb") as fh:
+        return fh.read()
+
+
+def catboost_from_object(model, *, pool=None, name: str = "") -> NativeTreeModel:
+    """Read a fitted CatBoost model object (one the operator allowed to be unpickled).
+
+    The model is saved as JSON in a temporary folder and read with
+    :func:`read_catboost`, so it is explained from the same plain data as an
+    uploaded file; a classifier keeps its ``classes_``.
+
+    Parameters
+    ----------
+    model : CatBoostClassifier, CatBoostRegressor or CatBoost
+    pool : catboost.Pool, default=None
+        The training data, for models with one-hot categorical splits: CatBoost
+        needs it to map its category hashes back to the categories.
+    name : str, default=""
+        For messages.
+    """
+    try:
+        fitted = bool(model.is_fitted())
+    except Exception:  # noqa: BLE001 - not a CatBoost object
+        fitted = False
+    if not fitted:
+        raise InvalidModelError(f"{type(model).__name__} is not a fitted CatBoost model.")
+    with tempfile.TemporaryDirectory() as tmp:
+        text = _save_json(model, tmp, pool)
+    native = read_catboost(text, name=name)
+    classes = getattr(model, "classes_", None) if getattr(native, "classes_", None) is not None else None
+    if classes is not None and len(classes) == len(native.classes_):
+        native.classes_ = np.asarray(classes)
+    return native
