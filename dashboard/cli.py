@@ -76,13 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="start the dashboard, optionally on your own models and data",
         description="Start the dashboard in this terminal (Ctrl-C stops it). With --model/--data it opens on "
                     "your model: the files are checked first, then read by the server from their paths with "
-                    "the same safe loaders as uploads (.skops; pickles only with --trust-pickles). Repeat "
+                    "the same safe loaders as uploads (.skops, XGBoost .json/.ubj, LightGBM .txt, CatBoost "
+                    ".json/.cbm; pickles only with --trust-pickles). Repeat "
                     "--model/--data (in order) for several models: they all appear in the model picker, the "
                     "first one active. Without them it shows the demo models.",
         epilog="Example: glassbox serve --model model.skops --data data.parquet --target price",
     )
     s.add_argument("--model", action="append", default=[], metavar="MODEL",
-                   help="saved model file (.skops; .joblib/.pkl only with --trust-pickles); repeatable")
+                   help="saved model file (.skops, XGBoost .json/.ubj, LightGBM .txt, CatBoost .json/.cbm; "
+                        ".joblib/.pkl only with --trust-pickles); repeatable")
     s.add_argument("--data", action="append", default=[], metavar="DATA",
                    help="CSV or Parquet file with the model's columns, one per --model, in the same order")
     s.add_argument("--target", action="append", default=[], metavar="COL",

@@ -132,11 +132,14 @@ def _upload_context(model_bytes, model_name, data_bytes, data_name, target, mode
     }
     return ModelContext(
         name=UPLOADED, title=card["title"], model=model, adapter=adapter, X=ds.X, y=ds.y,
-        model_key=model_key, data_key=ds.fingerprint, card=card, notices=ds.notices,
+        model_key=model_key, data_key=ds.fingerprint, card=card,
+        notices=list(getattr(model, "notes", ())) + list(ds.notices),
     )
 
 
 def _model_type(model) -> str:
+    if hasattr(model, "ensemble") and hasattr(model, "library"):  # read from a boosting library's file
+        return str(model.ensemble.model_name)
     steps = getattr(model, "steps", None)
     if steps:
         return " → ".join(type(s).__name__ for _, s in steps)

@@ -44,10 +44,13 @@ with left:
 with right:
     st.markdown("**Your own model**")
     # pickles are accepted by the uploader so that refusing one can say why and what to do
-    st.file_uploader("Fitted model (.skops; .joblib / .pkl only where the operator allows them)",
-                     type=["skops", "joblib", "pkl", "pickle"], key=state.MODEL_FILE,
-                     help="Save it with skops.io.dump(model, 'model.skops'). Pickle files run code "
-                          "when loaded, so they are accepted only when the operator allows them.")
+    st.file_uploader("Fitted model (.skops; XGBoost .json / .ubj, LightGBM .txt, CatBoost .json / .cbm; "
+                     ".joblib / .pkl only where the operator allows them)",
+                     type=["skops", "json", "ubj", "txt", "cbm", "joblib", "pkl", "pickle"], key=state.MODEL_FILE,
+                     help="A scikit-learn model: skops.io.dump(model, 'model.skops'). XGBoost, LightGBM or "
+                          "CatBoost: the library's own save_model ('model.json', 'model.ubj', 'model.txt'; "
+                          "CatBoost with format='json'). These files are read as data, never run. Pickle "
+                          "files run code when loaded, so they are accepted only when the operator allows them.")
     st.file_uploader("Data (.csv or .parquet)", type=["csv", "parquet"], key=state.DATA_FILE)
     # files chosen before the user went to another page: Streamlit emptied the uploaders, we kept them
     kept = {slot: f for slot, f in session.chosen_files().items()

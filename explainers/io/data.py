@@ -78,6 +78,11 @@ def categorical_features(model) -> set[str]:
                 visit(inner)
         elif type(est).__name__.endswith("Encoder") and hasattr(est, "feature_names_in_"):
             found.update(str(c) for c in est.feature_names_in_)
+        elif hasattr(est, "ensemble") and hasattr(est, "library"):  # a boosting library's file
+            names = getattr(est, "feature_names_in_", None)
+            for j, cats in enumerate(est.ensemble.categories):
+                if cats is not None and names is not None:
+                    found.add(str(names[j]))
         elif type(est).__name__.startswith("HistGradientBoosting"):
             cats = getattr(est, "is_categorical_", None)
             names = getattr(est, "feature_names_in_", None)

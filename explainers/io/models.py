@@ -28,7 +28,9 @@ SKOPS_ALLOWED_TYPES = frozenset(
         "numpy.dtype",  # SimpleImputer and other transformers that keep a dtype
     }
 )
-MODEL_SUFFIXES = (".skops", ".joblib", ".pkl", ".pickle")
+#: the boosting libraries' own files, read as plain data (explainers.trees.xgboost / lightgbm / catboost)
+NATIVE_SUFFIXES = (".json", ".ubj", ".txt", ".cbm")
+MODEL_SUFFIXES = (".skops", ".joblib", ".pkl", ".pickle") + NATIVE_SUFFIXES
 _PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
 TRUST_HINT = (
     "Save the model with skops instead (skops.io.dump(model, 'model.skops')), or, if you "
@@ -37,14 +39,40 @@ TRUST_HINT = (
 )
 
 
+def _sniff_native(data: bytes) -> str | None:
+    """The library of a boosting model file, from its content; None if none."""
+    head = data[:4096].lstrip()
+    if head.startswith(b"{"):
+        # JSON text (XGBoost or CatBoost), or XGBoost's UBJSON (binary after '{')
+        if b'"learner"' in data[:1 << 20] or head[1:2] in (b"L", b"i", b"U", b"I", b"l", b"$", b"#"):
+            return "xgboost"
+        if b'"oblivious_trees"' in data or b'"features_info"' in data[:1 << 20]:
+            return "catboost"
+        return None
+    if head.startswith(b"tree\n") or head.startswith(b"tree\r\n") or head.startswith(b"version=v"):
+        return "lightgbm"
+    if data[:4] == b"CBM1":
+        return "catboost"
+    return None
+
+
 def _model_format(data: bytes, name: str) -> str:
     for suffix in MODEL_SUFFIXES:
-        if name.endswith(suffix):
+        if name.endswith(suffix) and suffix not in NATIVE_SUFFIXES:
             return "skops" if suffix == ".skops" else "pickle"
+    if name and not name.endswith(NATIVE_SUFFIXES):
+        raise InvalidModelError(
+            f"{Path(name).name!r} is not a model file this tool reads: use a .skops file, an "
+            "XGBoost (.json, .ubj), LightGBM (.txt) or CatBoost (.json, .cbm) model file "
+            "(or .joblib / .pkl when the operator allows pickles)."
+        )
+    native = _sniff_native(data)
+    if native is not None:
+        return native
     if name:
         raise InvalidModelError(
-            f"{Path(name).name!r} is not a model file this tool reads: use a .skops file "
-            "(or .joblib / .pkl when the operator allows pickles)."
+            f"{Path(name).name!r} is not an XGBoost, LightGBM or CatBoost model file. Save the model "
+            "with the library's own save_model ('model.json', 'model.ubj', 'model.txt'), or with skops."
         )
     # bytes without a name: sniff the content
     if data[:2] == b"PK":
@@ -52,8 +80,48 @@ def _model_format(data: bytes, name: str) -> str:
     if data[:1] == b"\x80" or data[:2] in (b"x\x9c", b"x\x01", b"x\xda"):
         return "pickle"
     raise InvalidModelError(
-        "Could not tell the model format: pass filename='model.skops' (or .joblib / .pkl)."
+        "Could not tell the model format: pass filename='model.skops' (or .json / .ubj / .txt / "
+        ".cbm for boosting libraries, .joblib / .pkl for pickles)."
     )
+
+
+def _load_native(data: bytes, library: str, name: str):
+    """Parse a boosting library's own model file into a NativeTreeModel (no code runs)."""
+    from .. import limits
+
+    if len(data) > limits.limit("model_bytes"):
+        raise InvalidModelError(f"The model file is larger than {limits.fmt('model_bytes', limits.limit('model_bytes'))}.")
+    if library == "xgboost":
+        from ..trees.xgboost import read_xgboost as read
+    elif library == "lightgbm":
+        from ..trees.lightgbm import read_lightgbm as read
+    else:
+        from ..trees.catboost import read_catboost as read
+    try:
+        return read(data, name=name)
+    except (InvalidModelError, UnsafeModelError):
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, OverflowError, UnicodeDecodeError, RecursionError,
+            MemoryError) as exc:
+        raise InvalidModelError(
+            f"Could not read the {library} model file ({type(exc).__name__}: {exc}). It may be damaged "
+            "or written by an unsupported version; save it again with the library's save_model."
+        ) from None
+
+
+def from_library_object(model):
+    """A pickled XGBoost / LightGBM / CatBoost model (wrapper or booster) as a NativeTreeModel,
+    or the model unchanged when it is none of those."""
+    module = type(model).__module__.split(".")[0]
+    if module == "xgboost":
+        from ..trees.xgboost import xgboost_from_object as convert
+    elif module == "lightgbm":
+        from ..trees.lightgbm import lightgbm_from_object as convert
+    elif module == "catboost":
+        from ..trees.catboost import catboost_from_object as convert
+    else:
+        return model
+    return convert(model)
 
 
 def _pickle_globals(data: bytes) -> list[str]:
@@ -84,7 +152,10 @@ def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None
     Returns
     -------
     model : object
-        The fitted estimator (it has a ``predict`` method).
+        The fitted estimator (it has a ``predict`` method). An XGBoost, LightGBM
+        or CatBoost model file (or a pickled model of those libraries) comes back
+        as a :class:`~explainers.trees.native.NativeTreeModel` that predicts from
+        its parsed trees.
 
     Raises
     ------
@@ -102,6 +173,9 @@ def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None
     if not data:
         raise InvalidModelError("The model file is empty (0 bytes). Upload the saved model file.")
     fmt = _model_format(data, name)
+    if fmt in ("xgboost", "lightgbm", "catboost"):
+        # the trees were validated while the ensemble was assembled (explainers.trees.validate)
+        return _load_native(data, fmt, name)
     if fmt == "pickle":
         if not trusted:
             raise UnsafeModelError(
@@ -150,6 +224,7 @@ def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None
             f"The file holds a {type(model).__name__}, not a fitted model with a predict "
             "method. Save the fitted estimator or Pipeline itself."
         )
+    model = from_library_object(model)
     from ..model import _check_fitted
 
     _check_fitted(model)
