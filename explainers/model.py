@@ -357,6 +357,21 @@ class ModelAdapter:
 
     __call__ = predict
 
+    def accepts_nan(self, rows) -> bool:
+        """Whether the model takes these rows as they are, empty cells included: it
+        predicts finite values for them (an imputer fills the cells,
+        HistGradientBoosting routes them). Checked on at most 8 rows."""
+        import warnings
+
+        frame = self.to_frame(rows).iloc[:8]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = self.predict(frame)
+        except Exception:  # noqa: BLE001 - any refusal means it cannot take them
+            return False
+        return bool(np.all(np.isfinite(np.asarray(out, dtype=float))))
+
     def predict_labels(self, X) -> np.ndarray:
         """The model's own ``predict`` (class labels for classifiers), in row chunks."""
         frame = self.to_frame(X)

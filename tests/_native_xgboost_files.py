@@ -67,11 +67,8 @@ def first_tree(doc) -> dict:
 
 
 def _set(arr, i, value):
-    """Set entry i of a JSON list or a decoded numpy array (keeping its dtype)."""
-    if isinstance(arr, np.ndarray):
-        arr[i] = value
-    else:
-        arr[i] = value
+    """Set entry i of a JSON list or a decoded numpy array (a numpy array keeps its dtype)."""
+    arr[i] = value
 
 
 def damaged(doc, kind: str):

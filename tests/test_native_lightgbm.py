@@ -137,6 +137,19 @@ def test_model_facts(boosters):
     assert any("average" in n for n in _read(boosters["rf"]).notes)
 
 
+def test_one_leaf_trees():
+    # a constant target: every tree is a single leaf (LightGBM's expected value is the leaf)
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    b = _train({"objective": "regression"}, X, np.full(100, 3.0), 3)
+    assert "num_leaves=1" in b.model_to_string()
+    native = _read(b)
+    np.testing.assert_allclose(native.predict(X), b.predict(X), rtol=1e-12)
+    res = TreeShap(native).explain(X[:10])
+    c = b.predict(X[:10], pred_contrib=True)
+    np.testing.assert_allclose(res.values, c[:, :-1], atol=1e-12)
+    np.testing.assert_allclose(res.base_values, c[:, -1], atol=1e-12)
+
+
 @pytest.mark.parametrize("name, missing_type", [
     ("regression", 2), ("zero_as_missing", 1), ("use_missing_false", 0),
 ])
@@ -461,8 +474,10 @@ def test_synthetic_files_read(text):
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda t: t[: len(t) // 2], "truncated|holds"),
+    (lambda t: t[: len(t) // 2], "truncated"),
+    (lambda t: t[: t.index("Tree=1") + 60], "truncated"),
     (lambda t: t.replace("end of trees", ""), "truncated"),
+    (lambda t: t.replace("\nTree=1", "\nbogus\nTree=1"), "cut short"),
     (lambda t: b"\xff\xfe garbage", "UTF-8"),
     (lambda t: "{\"learner\": {}}", "not a LightGBM"),
     (lambda t: _first_tree_line(t, "num_leaves", 10**9), "limit|needs"),
@@ -517,6 +532,12 @@ def test_limits_apply(text, monkeypatch, var, value, match):
     monkeypatch.setenv(var, value)
     with pytest.raises(InvalidModelError, match=match):
         read_lightgbm(text.encode())
+
+
+def test_truncated_pandas_categorical_is_refused(cat_model):
+    text = cat_model[0].booster_.model_to_string().rstrip()
+    with pytest.raises(InvalidModelError, match="JSON"):
+        read_lightgbm(text[:-3].encode())
 
 
 def test_pandas_categorical_that_does_not_fit_is_noted(cat_model):

@@ -128,7 +128,35 @@ def test_objective_reading(models):
         m = _read(models[name], "json")
         assert m.ensemble.transform == "identity" and isinstance(m, NativeTreeRegressor)
     assert isinstance(_read(models["reg_logistic"], "json"), NativeTreeClassifier)
-    assert any("best_iteration" not in n for n in _read(models["regression"], "json").notes)
+
+
+def test_values_at_split_conditions(models):
+    # XGBoost sends x < split_condition left (float32): rows exactly at, just below and just
+    # above every split condition route as XGBoost routes them
+    b = models["regression"]
+    tree = F.first_tree(decode_ubjson(bytes(b.save_raw("ubj"))))
+    inner = np.flatnonzero(tree["left_children"] != -1)
+    rows = []
+    for node in inner:
+        c = tree["split_conditions"][node]
+        # float64 values a hair below c round up to c in float32: XGBoost sends them right
+        below = float(c) - 1e-12 * abs(float(c))
+        for v in (c, np.nextafter(c, np.float32(-np.inf)), np.nextafter(c, np.float32(np.inf)), below):
+            row = np.nan_to_num(XR[node % 50]).copy()
+            row[tree["split_indices"][node]] = float(v)
+            rows.append(row)
+    rows = np.asarray(rows)
+    model = _read(b, "ubj")
+    np.testing.assert_array_equal(model.ensemble.apply(rows)[:, 0] >= 0, True)
+    np.testing.assert_allclose(model.predict(rows), b.predict(xgb.DMatrix(rows)), rtol=1e-6, atol=1e-6)
+    leaves = b.predict(xgb.DMatrix(rows), pred_leaf=True)[:, 0]
+    ours = model.ensemble.apply(rows)[:, 0]  # first tree: compare the leaf each row reaches
+    want = [_leaf_position(tree, int(leaf)) for leaf in leaves]
+    np.testing.assert_array_equal(model.ensemble.value[ours, 0], want)
+
+
+def _leaf_position(tree, node):
+    return float(np.float32(tree["split_conditions"][node]))
 
 
 def test_ubj_and_json_give_the_same_trees(models):
@@ -189,6 +217,22 @@ def test_path_dependent_shap_matches_pred_contribs(models, name):
     np.testing.assert_allclose(ours, c, rtol=0, atol=1e-5 * scale)
 
 
+class _Margin:
+    """A regressor predicting a native model's raw margin (log of a log-link model's prediction)."""
+
+    _estimator_type = "regressor"
+
+    def __init__(self, model):
+        self.model = model
+        self.n_features_in_ = model.n_features_in_
+
+    def predict(self, X):
+        return self.model.predict_raw(X)[:, 0]
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+
 @pytest.mark.parametrize("name", ["regression", "binary", "multiclass", "categorical", "poisson", "dart"])
 def test_interventional_shap_equals_exact(models, name):
     b, X = models[name], CASES[name][1]
@@ -196,7 +240,9 @@ def test_interventional_shap_equals_exact(models, name):
     sel = (lambda a, s: a.iloc[s]) if isinstance(X, pd.DataFrame) else (lambda a, s: a[s])
     bg, rows = sel(X, slice(100, 116)), sel(X, slice(0, 6))
     tree = TreeShap(model, bg, mode="interventional").explain(rows, nan_is_missing=False)
-    exact = ExactShap(model, bg, output="raw").explain(rows, nan_is_missing=False)
+    # a log-link model's trees add up to its margin: ExactShap explains that margin too
+    game_model = _Margin(model) if model.ensemble.transform == "exp" else model
+    exact = ExactShap(game_model, bg, output="raw").explain(rows, nan_is_missing=False)
     np.testing.assert_allclose(tree.values, exact.values, atol=1e-9)
     np.testing.assert_allclose(tree.base_values, exact.base_values, atol=1e-9)
 

@@ -221,15 +221,33 @@ def test_masked_interventional_equals_exact(n_rows):
     np.testing.assert_allclose(ours.predictions, masked, atol=1e-12)
 
 
-def test_nan_cells_are_missing_by_default():
+def test_nan_cells_default_auto():
+    """Empty cells: a model that takes them has its own prediction explained; asked
+    (or for a model that cannot take them), they become missing features."""
     model, X = _fit("hgb_reg", 5, True)
     rows = X[:30]
-    ours = TreeShap(model).explain(rows)
     nanmask = np.isnan(rows)
-    assert nanmask.any() and np.all(ours.values[nanmask] == 0.0)
-    vals, preds, _ = _brute_pd(model, np.where(nanmask, 0.0, rows), nanmask)
+    assert nanmask.any()
+    ours = TreeShap(model).explain(rows)
+    assert ours.params["nan_is_missing"] is False and "takes empty cells" in ours.params["nan_reason"]
+    np.testing.assert_allclose(ours.predictions, model.predict(rows), atol=1e-10)
+    vals, preds, _ = _brute_pd(model, rows)
     np.testing.assert_allclose(ours.values, vals[..., 0], atol=1e-10)
-    np.testing.assert_allclose(ours.predictions, preds[:, 0], atol=1e-10)
+
+    masked = TreeShap(model).explain(rows, nan_is_missing=True)
+    assert np.all(masked.values[nanmask] == 0.0)
+    vals, preds, _ = _brute_pd(model, np.where(nanmask, 0.0, rows), nanmask)
+    np.testing.assert_allclose(masked.values, vals[..., 0], atol=1e-10)
+    np.testing.assert_allclose(masked.predictions, preds[:, 0], atol=1e-10)
+
+    # GradientBoosting cannot take NaN: auto masks the cells and says why
+    gb, Xc = _fit("gb_reg", 3, False)
+    holed = Xc[:10].copy()
+    holed[::2, 1] = np.nan
+    res = TreeShap(gb).explain(holed)
+    assert res.params["nan_is_missing"] is True and "cannot take empty cells" in res.params["nan_reason"]
+    assert np.all(res.values[np.isnan(holed)] == 0.0)
+    res.check_additivity(atol=1e-9)
 
 
 @pytest.mark.parametrize("mode", ["path_dependent", "interventional"])

@@ -69,7 +69,7 @@ def explain_file(
     mode: str = "path_dependent",
     background: int = 100,
     missing: Sequence[str] | None = None,
-    nan_is_missing: bool = True,
+    nan_is_missing: bool | str = "auto",
     output: str = "auto",
     class_index: int | None = None,
     n_samples: int = 2048,

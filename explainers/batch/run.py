@@ -202,7 +202,7 @@ class _Spec:
     options: dict = field(default_factory=dict)
     background: pd.DataFrame | None = None
     missing: tuple | None = None
-    nan_is_missing: bool = True
+    nan_is_missing: bool | str = "auto"
     random_state: int = 0
     multi: bool = False
     columns: tuple = ()

@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 import numpy as np
 import pandas as pd
 
-from ..errors import ExplainerError, InvalidDataError, param_error
+from ..errors import ExplainerError, InvalidDataError, InvalidParameterError, param_error
 from ..model import ModelAdapter, mix_rows
 
 #: default number of background rows drawn from X when no background is given
@@ -78,8 +78,35 @@ def as_frame(adapter: ModelAdapter, X, what: str = "X") -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def missing_mask(adapter: ModelAdapter, frame: pd.DataFrame, missing, nan_is_missing: bool) -> np.ndarray:
-    """Combine an explicit mask and NaN cells into one (n, p) bool array."""
+def resolve_nan_is_missing(adapter: ModelAdapter, frame: pd.DataFrame, nan_is_missing) -> tuple[bool, str]:
+    """Decide whether empty cells become missing features; return (decision, why).
+
+    ``True`` / ``False`` are taken as given. ``"auto"`` keeps empty cells as
+    values the model receives (its own prediction is explained) when the model
+    takes them, which :meth:`ModelAdapter.accepts_nan` checks on the rows that
+    have them; a model that cannot take them has them masked instead.
+    """
+    if isinstance(nan_is_missing, str):
+        if nan_is_missing != "auto":
+            raise InvalidParameterError(
+                f"nan_is_missing must be True, False or 'auto'; got {nan_is_missing!r}."
+            )
+        holes = frame.isna().to_numpy()
+        if not holes.any():
+            return False, "no empty cells"
+        if adapter.accepts_nan(frame[holes.any(axis=1)]):
+            return False, "the model takes empty cells itself: they are explained as values it receives"
+        return True, "the model cannot take empty cells, so they are treated as missing features"
+    if not isinstance(nan_is_missing, (bool, np.bool_)):
+        raise InvalidParameterError(
+            f"nan_is_missing must be True, False or 'auto'; got {nan_is_missing!r}."
+        )
+    return bool(nan_is_missing), "requested"
+
+
+def missing_mask(adapter: ModelAdapter, frame: pd.DataFrame, missing, nan_is_missing) -> np.ndarray:
+    """Combine an explicit mask and NaN cells into one (n, p) bool array
+    (``nan_is_missing`` already resolved, see :func:`resolve_nan_is_missing`)."""
     mask = adapter.missing_mask(missing, len(frame))
     if nan_is_missing:
         mask |= frame.isna().to_numpy()
@@ -374,14 +401,15 @@ class BackgroundExplainer:
         return {}
 
     # driver --------------------------------------------------------------
-    def _run(self, X, missing, nan_is_missing: bool, progress, random_state: int):
+    def _run(self, X, missing, nan_is_missing, progress, random_state: int):
         from .result import ShapResult
 
         func = f"{self._func}.explain"
         progress = check_progress(progress, func)
         adapter = self.adapter
         frame = as_frame(adapter, X)
-        mask = missing_mask(adapter, frame, missing, bool(nan_is_missing))
+        nan_is_missing, nan_reason = resolve_nan_is_missing(adapter, frame, nan_is_missing)
+        mask = missing_mask(adapter, frame, missing, nan_is_missing)
         bg, source = prepare_background(
             adapter, self.background, frame, random_state=random_state, func=self._func
         )
@@ -416,6 +444,7 @@ class BackgroundExplainer:
             "n_background": len(bg),
             "background": source,
             "nan_is_missing": bool(nan_is_missing),
+            "nan_reason": nan_reason,
             "class_index": adapter.class_index,
             "batch_rows": self.batch_rows,
             "evaluation": game.evaluation,

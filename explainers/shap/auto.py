@@ -111,7 +111,7 @@ def explain(
     background=None,
     method: str = "auto",
     missing=None,
-    nan_is_missing: bool = True,
+    nan_is_missing: bool | str = "auto",
     output: str = "auto",
     class_index: int | None = None,
     feature_names: Sequence[str] | None = None,

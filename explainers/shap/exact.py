@@ -146,7 +146,7 @@ class ExactShap(BackgroundExplainer):
         X,
         missing=None,
         *,
-        nan_is_missing: bool = True,
+        nan_is_missing: bool | str = "auto",
         progress: Progress | None = None,
         random_state: int | None = 0,
     ) -> ShapResult:
@@ -185,7 +185,7 @@ class ExactShap(BackgroundExplainer):
         X,
         missing=None,
         *,
-        nan_is_missing: bool = True,
+        nan_is_missing: bool | str = "auto",
         progress: Progress | None = None,
         random_state: int | None = 0,
     ):

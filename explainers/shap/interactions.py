@@ -37,6 +37,7 @@ from ..errors import ExplainerError, InvalidParameterError, param_error
 from . import _interaction_kernels as IK
 from . import _tree_kernels as K
 from ._common import (
+    resolve_nan_is_missing,
     CoalitionGame,
     Progress,
     as_frame,
@@ -452,7 +453,7 @@ def tree_interactions(
     X,
     missing=None,
     *,
-    nan_is_missing: bool = True,
+    nan_is_missing: bool | str = "auto",
     progress: Progress | None = None,
     random_state: int | None = 0,
 ) -> ShapInteractionResult:
@@ -542,7 +543,7 @@ def exact_interactions(
     X,
     missing=None,
     *,
-    nan_is_missing: bool = True,
+    nan_is_missing: bool | str = "auto",
     progress: Progress | None = None,
     random_state: int | None = 0,
 ) -> ShapInteractionResult:
@@ -557,7 +558,8 @@ def exact_interactions(
     seed = check_random_state(random_state, func)
     adapter = es.adapter
     frame = as_frame(adapter, X)
-    mask = missing_mask(adapter, frame, missing, bool(nan_is_missing))
+    nan_is_missing, nan_reason = resolve_nan_is_missing(adapter, frame, nan_is_missing)
+    mask = missing_mask(adapter, frame, missing, nan_is_missing)
     n, p = frame.shape
     M_max = int((~mask).sum(axis=1).max())
     if M_max > MAX_EXACT_INTERACTION_FEATURES:
@@ -617,7 +619,7 @@ def exact_interactions(
     params = {
         "n_background": len(bg),
         "background": source,
-        "nan_is_missing": bool(nan_is_missing),
+        "nan_is_missing": bool(nan_is_missing), "nan_reason": nan_reason,
         "class_index": adapter.class_index,
         "batch_rows": es.batch_rows,
         "evaluation": game.evaluation,

@@ -298,7 +298,7 @@ class KernelShap(BackgroundExplainer):
         X,
         missing=None,
         *,
-        nan_is_missing: bool = True,
+        nan_is_missing: bool | str = "auto",
         progress: Progress | None = None,
     ) -> ShapResult:
         """Explain rows of X.

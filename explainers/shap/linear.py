@@ -18,6 +18,7 @@ import pandas as pd
 from ..errors import InvalidDataError, InvalidModelError, param_error
 from ..model import ModelAdapter, detect_task
 from ._common import (
+    resolve_nan_is_missing,
     DEFAULT_BATCH_ROWS,
     Progress,
     as_frame,
@@ -213,7 +214,7 @@ class LinearShap:
         X,
         missing=None,
         *,
-        nan_is_missing: bool = True,
+        nan_is_missing: bool | str = "auto",
         progress: Progress | None = None,
         random_state: int | None = 0,
     ) -> ShapResult:
@@ -247,7 +248,8 @@ class LinearShap:
         seed = check_random_state(random_state, "LinearShap.explain")
         adapter = self.adapter
         frame = as_frame(adapter, X)
-        mask = missing_mask(adapter, frame, missing, bool(nan_is_missing))
+        nan_is_missing, nan_reason = resolve_nan_is_missing(adapter, frame, nan_is_missing)
+        mask = missing_mask(adapter, frame, missing, nan_is_missing)
         bg, source = prepare_background(
             adapter, self.background, frame, random_state=seed, func="LinearShap", warn_large=False
         )
@@ -302,7 +304,7 @@ class LinearShap:
             params={
                 "n_background": len(bg),
                 "background": source,
-                "nan_is_missing": bool(nan_is_missing),
+                "nan_is_missing": bool(nan_is_missing), "nan_reason": nan_reason,
                 "class_index": adapter.class_index if self._binary_class is None else self._binary_class,
                 "reason": "requested",
             },

@@ -32,6 +32,7 @@ from ..errors import InvalidDataError, InvalidModelError, param_error
 from ..model import ModelAdapter
 from . import _tree_kernels as K
 from ._common import (
+    resolve_nan_is_missing,
     Progress,
     as_frame,
     check_background_columns,
@@ -446,7 +447,7 @@ class TreeShap:
         X,
         missing=None,
         *,
-        nan_is_missing: bool = True,
+        nan_is_missing: bool | str = "auto",
         progress: Progress | None = None,
         random_state: int | None = 0,
     ) -> ShapResult:
@@ -485,12 +486,13 @@ class TreeShap:
         adapter = self.adapter
         ens = self.ensemble
         frame = as_frame(adapter, X)
-        mask = missing_mask(adapter, frame, missing, bool(nan_is_missing))
+        nan_is_missing, nan_reason = resolve_nan_is_missing(adapter, frame, nan_is_missing)
+        mask = missing_mask(adapter, frame, missing, nan_is_missing)
         Xp = tree_inputs(ens, frame, "X")
         n, p = Xp.shape
         iv = self.mode == "interventional"
         bg = None
-        params = {"mode": self.mode, "nan_is_missing": bool(nan_is_missing),
+        params = {"mode": self.mode, "nan_is_missing": bool(nan_is_missing), "nan_reason": nan_reason,
                   "class_index": adapter.class_index, "link": ens.transform, "reason": "requested"}
         if iv:
             seed = check_random_state(random_state, func)
@@ -565,7 +567,7 @@ class TreeShap:
         X,
         missing=None,
         *,
-        nan_is_missing: bool = True,
+        nan_is_missing: bool | str = "auto",
         progress: Progress | None = None,
         random_state: int | None = 0,
     ):

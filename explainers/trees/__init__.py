@@ -33,13 +33,27 @@ def _native_ensemble(model) -> TreeEnsemble:
     return model.ensemble
 
 
+def _is_foldable_pipeline(model) -> bool:
+    from .pipeline import is_foldable_pipeline
+
+    return is_foldable_pipeline(model)
+
+
+def _flatten_pipeline(model) -> TreeEnsemble:
+    from .pipeline import flatten_pipeline
+
+    return flatten_pipeline(model)
+
+
 #: (test, reader) pairs, tried in order: the first whose test accepts the model flattens it
-READERS = [(is_sklearn_tree_model, flatten_sklearn), (_is_native, _native_ensemble)]
+READERS = [(is_sklearn_tree_model, flatten_sklearn), (_is_native, _native_ensemble),
+           (_is_foldable_pipeline, _flatten_pipeline)]
 
 
 def is_tree_model(model) -> bool:
-    """True for a bare tree model that :func:`flatten_model` takes (a Pipeline never is:
-    its other steps change the inputs the trees see)."""
+    """True for a tree model that :func:`flatten_model` takes: a bare tree model, a
+    model read from a boosting library's file, or a Pipeline whose column-wise
+    preprocessing folds into its final tree model (:mod:`.pipeline`)."""
     return any(accepts(model) for accepts, _ in READERS)
 
 _FLAT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -26,8 +26,11 @@ leaves come out in the file's own order); a true condition goes right:
   :data:`CTR_MESSAGE`.
 
 Node covers are CatBoost's ``leaf_weights`` (the training weight in each leaf),
-summed up the tree: the weights CatBoost's own ``ShapValues`` use. Raw
-predictions are ``bias + scale * sum of leaf values`` (``scale_and_bias``).
+summed up the tree: the weights CatBoost's own ``ShapValues`` use (an empty leaf
+counts as 1e-12 of its tree's weight, see :func:`_floor_weights`). With the last
+split at the root, path-dependent Tree SHAP equals CatBoost's ``ShapValues``
+(its default ``shap_calc_type="Regular"``). Raw predictions are
+``bias + scale * sum of leaf values`` (``scale_and_bias``).
 """
 from __future__ import annotations
 
@@ -58,6 +61,11 @@ CBM_MAGIC = b"CBM1"
 #: loss -> (task, transform); losses not listed give identity regression
 _SIGMOID = {"Logloss", "CrossEntropy"}
 _EXP = {"Poisson", "Tweedie"}
+#: losses whose prediction is the raw sum (regression, ranking)
+_IDENTITY = {"RMSE", "MAE", "Quantile", "Expectile", "LogLinQuantile", "MAPE", "Huber", "Lq", "LogCosh",
+             "Cox", "FairLoss", "SMAPE", "R2", "MSLE", "MedianAbsoluteError", "NumErrors", "YetiRank",
+             "YetiRankPairwise", "PairLogit", "PairLogitPairwise", "QueryRMSE", "QuerySoftMax",
+             "QueryCrossEntropy", "StochasticFilter", "StochasticRank", "LambdaMart", "GroupQuantile"}
 #: multi-output losses: several independent outputs that no transform here combines
 _MULTI_OUTPUT = {"MultiRMSE", "MultiLogloss", "MultiCrossEntropy", "RMSEWithUncertainty",
                  "MultiQuantile", "MultiClassOneVsAll", "SurvivalAft"}
@@ -103,7 +111,7 @@ def _number(value, where: str) -> float:
 
 def _index(value, where: str, upper: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < upper:
-        raise _bad(f"{where} is {value!r}, not an index between 0 and {upper - 1}.")
+        raise _bad(f"{where} is {repr(value)[:20]}, not an index between 0 and {upper - 1}.")
     return int(value)
 
 
@@ -156,6 +164,33 @@ def _loss(doc: dict) -> tuple[str, str]:
     extra = _get(loss, "params", dict, "model_info.params.loss_function", {})
     args = [f"{k}={v}" for k, v in extra.items() if not str(k).startswith("__") and isinstance(v, (str, int, float))]
     return name, name + (":" + ";".join(args) if args else "")
+
+
+def _task(doc: dict, loss: str, k: int, label: str):
+    """(task, transform, classes, notes) of the loss function; refuses multi-output losses."""
+    if loss in _MULTI_OUTPUT or (k > 1 and loss != "MultiClass"):
+        raise InvalidModelError(
+            f"{label} is trained with loss_function={loss!r}, which gives {k} separate output(s); Glassbox "
+            "reads single-output regressors, binary classifiers (Logloss, CrossEntropy) and multiclass "
+            "classifiers (MultiClass). Retrain with one of these losses (one model per output)."
+        )
+    if loss in _SIGMOID:
+        classes = _class_names(doc) or [0, 1]
+        if len(classes) != 2:
+            raise _bad(f"The binary ({loss}) model lists {len(classes)} classes.")
+        return "classification", "sigmoid", classes, ()
+    if loss == "MultiClass":
+        classes = _class_names(doc) or list(range(k))
+        if k < 2 or len(classes) != k:
+            raise _bad(f"The MultiClass model lists {len(classes)} classes but its leaves hold {k} value(s).")
+        return "classification", "softmax", classes, ()
+    if loss in _EXP:
+        return "regression", "exp", None, ()
+    if loss in _IDENTITY:
+        return "regression", "identity", None, ()
+    return "regression", "identity", None, (
+        f"Glassbox does not know CatBoost's loss_function {loss!r}; it explains the model's raw output "
+        "(RawFormulaVal), which is what CatBoostRegressor.predict returns for most losses.",)
 
 
 def _class_names(doc: dict):
@@ -231,7 +266,7 @@ def _features(doc: dict):
     return n_features, names, float_col, nan_right, cat_col, hashes
 
 
-def _splits(tree: dict, t: int, float_col, nan_right, cat_col, hashes, cat_values):
+def _splits(tree: dict, t: int, float_col, nan_right, cat_col, cat_values):
     """The levels of one oblivious tree: (column, threshold, NaN goes left, category hash or None)."""
     levels = []
     ctr = []
@@ -241,13 +276,13 @@ def _splits(tree: dict, t: int, float_col, nan_right, cat_col, hashes, cat_value
         if kind == "FloatFeature":
             f = _get(s, "float_feature_index", int, where)
             if f not in float_col:
-                raise _bad(f"{where} splits on float feature {f}, which features_info does not list.")
+                raise _bad(f"{where} splits on float feature {str(f)[:20]}, which features_info does not list.")
             border = _number(_get(s, "border", (int, float), where), f"{where}.border")
             levels.append((float_col[f], border, not nan_right[f], None))
         elif kind == "OneHotFeature":
             f = _get(s, "cat_feature_index", int, where)
             if f not in cat_col:
-                raise _bad(f"{where} splits on categorical feature {f}, which features_info does not list.")
+                raise _bad(f"{where} splits on categorical feature {str(f)[:20]}, which features_info does not list.")
             h = _get(s, "value", int, where) & 0xFFFFFFFF
             levels.append((cat_col[f], 0.0, True, h))
             cat_values.setdefault(cat_col[f], {}).setdefault(h, None)
@@ -279,7 +314,7 @@ def _tree_parts(levels, leaf_values, leaf_weights, k: int, rules_of_level):
     """One oblivious tree as the arrays of a full binary tree, the *last* split at the root.
 
     Path-dependent Tree SHAP depends on the order of the levels; CatBoost's
-    ShapValues take the last split first (checked against them to 1e-12). A
+    ShapValues take the last split first (checked against them to 1e-9). A
     leaf's path bits, the root's the highest, are then CatBoost's own leaf
     index ``sum_l bit_l << l`` (``bit_l``: the condition of ``splits[l]``), so
     the leaves come out in the file's order.
@@ -373,22 +408,21 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
     k = len(bias)
     if k < 1:
         raise _bad("scale_and_bias gives no bias.")
+    task, transform, classes, notes = _task(doc, loss, k, label)
 
     # check every tree's sizes against the limits before building any array
-    max_depth = min(limits.limit("tree_depth"), 62)
+    max_depth = limits.limit("tree_depth")
     cat_values: dict[int, dict] = {}
     per_tree, ctr, total_nodes = [], [], 0
     for t, tree in enumerate(trees):
         where = f"oblivious_trees[{t}]"
-        levels, ctr_t = _splits(tree, t, float_col, nan_right, cat_col, hashes, cat_values)
+        levels, ctr_t = _splits(tree, t, float_col, nan_right, cat_col, cat_values)
         ctr += ctr_t
         if ctr_t:
             continue
         d = len(levels)
         if d > max_depth:
-            raise InvalidModelError(f"{label}: tree {t} is {d} levels deep, over the limit of {max_depth} "
-                                    f"(the operator can raise the limit with the environment variable "
-                                    f"{limits.LIMITS['tree_depth'][0]} up to 62).")
+            raise InvalidModelError(f"{label}: tree {t} is {d} levels deep, {limits.over('tree_depth')}.")
         values = _get(tree, "leaf_values", list, where)
         if len(values) != k << d:
             raise _bad(f"{where} has {len(values):,} leaf values; a tree of depth {d} with {k} output(s) "
@@ -420,11 +454,15 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
             )
         ordered = list(hs)
         categories[col] = tuple(hashes[h] for h in ordered)
+        if len(set(categories[col])) != len(ordered):
+            raise _bad(f"features_info.cat_features_hash gives one category for two hashes of column {col}.")
         for code, h in enumerate(ordered):
             code_of[(col, h)] = code
 
     parts = []
     has_weights = True
+    split_count = np.zeros(n_features)
+    split_cover = np.zeros(n_features)
     for t, (levels, values, weights) in enumerate(per_tree):
         where = f"oblivious_trees[{t}]"
         lv = _numbers(values, f"{where}.leaf_values")
@@ -437,6 +475,9 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
                 raise _bad(f"{where}.leaf_weights holds a negative weight.")
         rules_of_level = []
         for col, _, _, h in levels:
+            # CatBoost counts one split per level; every training row passes each level
+            split_count[col] += 1
+            split_cover[col] += float(lw.sum()) if weights is not None else 0.0
             if h is None:
                 rules_of_level.append(None)
                 continue
@@ -446,36 +487,15 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
             rules_of_level.append(rule_record(RULE_CATEGORICAL | RULE_OTHER_LEFT, go_left))
         parts.append(_tree_parts(levels, lv, _floor_weights(lw), k, rules_of_level))
 
-    # the transform of the loss
-    task, transform, classes = "regression", "identity", None
-    if loss in _MULTI_OUTPUT or (k > 1 and loss != "MultiClass"):
-        raise InvalidModelError(
-            f"{label} is trained with loss_function={loss!r}, which gives {k} separate output(s); Glassbox "
-            "reads single-output regressors, binary classifiers (Logloss, CrossEntropy) and multiclass "
-            "classifiers (MultiClass). Retrain with one of these losses (one model per output)."
-        )
-    if loss in _SIGMOID:
-        task, transform = "classification", "sigmoid"
-        classes = _class_names(doc) or [0, 1]
-        if len(classes) != 2:
-            raise _bad(f"The binary ({loss}) model lists {len(classes)} classes.")
-    elif loss == "MultiClass":
-        task, transform = "classification", "softmax"
-        classes = _class_names(doc) or list(range(k))
-        if len(classes) != k:
-            raise _bad(f"The MultiClass model lists {len(classes)} classes but its leaves hold {k} values.")
-        if k < 2:
-            raise _bad("The MultiClass model has a single output.")
-    elif loss in _EXP:
-        transform = "exp"
-
-    notes = []
+    notes = list(notes)
     if not has_weights:
         notes.append("The CatBoost file holds no leaf weights: path-dependent Tree SHAP weighs every leaf "
                      "equally, not by its training data (use interventional SHAP with background data).")
     if any(c is not None for c in categories) and not cat_values:
         notes.append("The model's categorical columns are not used by any split.")
-    importances = _importances(per_tree, n_features)
+    importances = {"split count": split_count}
+    if has_weights:
+        importances["cover"] = split_cover
     ens = assemble(parts, [-1] * len(parts), base=bias, scale=scale, transform=transform,
                    float32_inputs=True, n_features=n_features,
                    model_name=f"CatBoost oblivious trees ({loss})", categories=categories)
@@ -497,21 +517,6 @@ def _floor_weights(weights: np.ndarray) -> np.ndarray:
     if total <= 0:
         return np.ones_like(weights)
     return np.where(weights > 0, weights, total * 1e-12)
-
-
-def _importances(per_tree, n_features: int) -> dict:
-    """Splits per column (one per tree level, as CatBoost counts them) and the leaf weight they see."""
-    count = np.zeros(n_features)
-    cover = np.zeros(n_features)
-    for levels, _, weights in per_tree:
-        w = float(np.sum(_numbers(weights, "leaf_weights"))) if weights is not None else 0.0
-        for col, *_ in levels:
-            count[col] += 1
-            cover[col] += w
-    out = {"split count": count}
-    if cover.any():
-        out["cover"] = cover
-    return out
 
 
 # ------------------------------------------------------- via the package
@@ -557,10 +562,7 @@ def _save_json(model, tmp: str, pool=None) -> bytes:
     try:
         model.save_model(dst, format="json", pool=pool)
     except Exception as exc:  # noqa: BLE001 - catboost refuses some models as JSON (e.g. CTR without a pool)
-        msg = _short(exc)
-        if "pool" in msg.lower() or "ctr" in msg.lower():
-            raise InvalidModelError(CTR_MESSAGE.format(features="its categorical columns")) from None
-        raise InvalidModelError(f"catboost cannot save this model as JSON ({msg}).") from None
+        raise InvalidModelError(f"catboost cannot save this model as JSON ({_short(exc)}).") from None
     with open(dst, "rb") as fh:
         return fh.read()
 

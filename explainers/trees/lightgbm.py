@@ -114,6 +114,8 @@ def _decode(data, label: str) -> str:
 
 def _split_file(text: str, label: str):
     """The file's sections: header dict, tree blocks, parameters dict, pandas_categorical text."""
+    if not re.search(r"(?m)^end of trees\r?$", text):
+        raise _damaged(f"{label} has no 'end of trees' line: the file is truncated.")
     lines = text.split("\n")
     n = len(lines)
     i = 0
@@ -147,7 +149,10 @@ def _split_file(text: str, label: str):
             ended = True
             break
         if not line.startswith("Tree="):
-            raise _damaged(f"{label}: line {i} ({line[:40]!r}) is neither a 'Tree=' block nor 'end of trees'.")
+            raise _damaged(
+                f"{label}: line {i} ({line[:40]!r}) is neither a 'Tree=' block nor 'end of trees': "
+                "the trees are cut short or the file was altered."
+            )
         if len(blocks) >= max_trees:
             raise InvalidModelError(f"{label} has more than {max_trees:,} trees, {limits.over('trees')}.")
         start = i
@@ -170,14 +175,21 @@ def _split_file(text: str, label: str):
         raise _damaged(f"{label} ends before its 'end of trees' line: the file is truncated.")
     params: dict[str, str] = {}
     pandas_categorical = None
+    in_params = False
     while i < n:
         line = lines[i].rstrip("\r").strip()
         i += 1
-        if line.startswith("[") and line.endswith("]") and ":" in line:
+        if line == "parameters:":
+            in_params = True
+        elif line == "end of parameters":
+            in_params = False
+        elif in_params and line.startswith("[") and line.endswith("]") and ":" in line:
             key, _, value = line[1:-1].partition(":")
             params[key.strip()] = value.strip()
         elif line.startswith("pandas_categorical:"):
             pandas_categorical = line[len("pandas_categorical:"):]
+    if in_params:
+        raise _damaged(f"{label} ends inside its parameters block (no 'end of parameters'): the file is truncated.")
     return header, blocks, params, pandas_categorical
 
 

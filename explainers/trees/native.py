@@ -85,6 +85,17 @@ class NativeTreeModel:
     def __sklearn_is_fitted__(self) -> bool:
         return True
 
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (its is_classifier / is_regressor read them)."""
+        from sklearn.utils import ClassifierTags, RegressorTags, Tags, TargetTags
+
+        tags = Tags(estimator_type=self._estimator_type, target_tags=TargetTags(required=True))
+        if self._estimator_type == "classifier":
+            tags.classifier_tags = ClassifierTags()
+        else:
+            tags.regressor_tags = RegressorTags()
+        return tags
+
 
 class NativeTreeRegressor(NativeTreeModel):
     """A regression (or ranking, or log-link count) model from a library file."""

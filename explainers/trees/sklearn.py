@@ -152,7 +152,11 @@ def is_sklearn_tree_model(model) -> bool:
 
 
 def fitted_trees(model):
-    """The object holding the fitted trees: fitting again replaces it."""
+    """The object holding the fitted trees: fitting again replaces it (a
+    Pipeline's: its final step's)."""
+    steps = getattr(model, "steps", None)
+    if steps:
+        model = steps[-1][1]
     for attr in ("estimators_", "_predictors", "tree_"):
         if hasattr(model, attr):
             return getattr(model, attr)

@@ -41,7 +41,7 @@ from .. import limits
 from ..errors import InvalidModelError
 from .ensemble import (MAX_CATEGORY_CODE, RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble,
                        rule_record)
-from .native import NativeTreeModel, native_model
+from .native import NativeTreeClassifier, NativeTreeModel, native_model
 
 __all__ = ["read_xgboost", "xgboost_from_object", "decode_ubjson"]
 
@@ -383,8 +383,9 @@ def _array(obj: dict, key: str, n: int, where: str, kind: str) -> np.ndarray:
         raise _bad(f"{where}.{key} is not an array.")
     if arr.ndim != 1 or len(arr) != n:
         raise _bad(f"{where}.{key} has {arr.size} entries for {n} nodes.")
-    if kind == "f":
-        return arr.astype(np.float64)
+    if kind == "f":  # XGBoost keeps these as float32: JSON text is read as it reads them
+        with np.errstate(over="ignore"):
+            return arr.astype(np.float32).astype(np.float64)
     if arr.dtype.kind == "f":
         if not (np.isfinite(arr).all() and (arr == np.round(arr)).all()):
             raise _bad(f"{where}.{key} holds numbers that are not integers.")
@@ -636,7 +637,7 @@ def _base_margin(base: np.ndarray, link: str, objective: str) -> np.ndarray:
     return b
 
 
-def _read_document(doc, fmt: str, classes=None) -> NativeTreeModel:
+def _read_document(doc, fmt: str) -> NativeTreeModel:
     learner = _learner(doc)
     notes = []
     mparam = _obj(_field(learner, "learner_model_param", "learner"), "learner_model_param")
@@ -779,7 +780,8 @@ def _read_document(doc, fmt: str, classes=None) -> NativeTreeModel:
     label = f"XGBoost {bname} ({objective})"
     ens = assemble(parts, tree_output, base=base, scale=1.0, transform=transform, float32_inputs=True,
                    n_features=n_features, model_name=label, categories=categories)
-    if task == "classification" and classes is None:
+    classes = None
+    if task == "classification":  # XGBoost files keep no labels: classes are 0 .. k-1
         classes = np.arange(2 if transform == "sigmoid" else n_raw)
     return native_model(
         ens, task=task, classes=classes, library="xgboost", objective=objective,
@@ -830,16 +832,15 @@ def xgboost_from_object(model) -> NativeTreeModel:
         booster = model.get_booster()
     if not hasattr(booster, "save_raw"):
         raise InvalidModelError(f"{type(model).__name__} is not an XGBoost model or Booster.")
-    raw = bytes(booster.save_raw("json"))
+    raw = booster.save_raw("json")
+    if not isinstance(raw, (bytes, bytearray)):
+        raise InvalidModelError("The XGBoost object did not give its model as JSON bytes.")
+    out = _read_document(_parse_json(bytes(raw)), "xgboost json")
     classes = getattr(model, "classes_", None) if booster is not model else None
-    if not isinstance(raw, bytes) or _looks_like_json(raw, ".json") is False:
-        raise InvalidModelError("The XGBoost object did not give its model as JSON.")
-    doc = _parse_json(raw)
-    out = _read_document(doc, "xgboost json")
-    if classes is not None and out._estimator_type == "classifier":
+    if classes is not None and isinstance(out, NativeTreeClassifier):
         classes = np.asarray(classes)
-        if len(classes) != len(out.classes_):
-            raise InvalidModelError(f"The XGBoost classifier lists {len(classes)} classes but its trees "
+        if classes.ndim != 1 or len(classes) != len(out.classes_):
+            raise InvalidModelError(f"The XGBoost classifier lists {classes.size} classes but its trees "
                                     f"give {len(out.classes_)} outputs.")
         out.classes_ = classes
     return out
