@@ -328,7 +328,7 @@ def _seed_tree():
 def test_seed_worked_example():
     model = _seed_tree()
     X = np.array([[8, 10, np.nan, 7], [1, np.nan, np.nan, 7], [1, 2, 3, 7.0]])
-    res = TreeShap(model).explain(X)
+    res = TreeShap(model).explain(X, nan_is_missing=True)  # the seed's empty cells are masks
     np.testing.assert_allclose(res.predictions[:2], [37.5, 15.375], atol=1e-12)
     np.testing.assert_allclose(res.predictions[2], model.predict(X[2:])[0])
     assert np.all(res.values[np.isnan(X)] == 0.0)

@@ -715,19 +715,20 @@ def textbook_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, rig
                     ud -= 1
                 hz = cover[hot_c] / cn if cn > 0 else 0.0
                 cz = cover[cold_c] / cn if cn > 0 else 0.0
-                st_node[sp] = cold_c
-                st_zf[sp] = cz * izf
-                st_of[sp] = 0.0
-                st_node[sp + 1] = hot_c
-                st_zf[sp + 1] = hz * izf
-                st_of[sp + 1] = iof
-                for q in range(sp, sp + 2):
-                    st_lvl[q] = L + 1
-                    st_pud[q] = ud
-                    st_feat[q] = f
-                    st_ext[q] = True
-                    st_mult[q] = mult
-                sp += 2
+                # a child with zero and one fractions both 0 (no cover, x not there)
+                # weighs 0 in every coalition: skip it (unwinding it would divide by 0)
+                for child, zf_c, of_c in ((cold_c, cz * izf, 0.0), (hot_c, hz * izf, iof)):
+                    if zf_c == 0.0 and of_c == 0.0:
+                        continue
+                    st_node[sp] = child
+                    st_zf[sp] = zf_c
+                    st_of[sp] = of_c
+                    st_lvl[sp] = L + 1
+                    st_pud[sp] = ud
+                    st_feat[sp] = f
+                    st_ext[sp] = True
+                    st_mult[sp] = mult
+                    sp += 1
 
 
 @njit(cache=True, nogil=True)

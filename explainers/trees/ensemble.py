@@ -346,8 +346,8 @@ def encode_categories(X, categories) -> np.ndarray:
     """A data frame as float64 codes: categorical columns as positions in their categories.
 
     Empty cells become NaN, values not among the categories -1 (the trees then
-    route them as the model does with an unknown category); other columns must
-    be numeric.
+    route them as the model does with an unknown category); a number matches a
+    category written as text ("1" for 1); other columns must be numeric.
     """
     import pandas as pd
 

@@ -600,11 +600,13 @@ def _stored_categories(model: dict, n_features: int):
     return tuple(out) if any(c is not None for c in out) else None
 
 
-def _iteration_indptr(model: dict, n_trees: int) -> np.ndarray:
+def _iteration_indptr(model: dict, n_trees: int) -> np.ndarray | None:
     """Where each boosting round's trees start (XGBoost 2+), checked against the tree count."""
     raw = model.get("iteration_indptr")
+    if raw is None:  # XGBoost 1.x files: no rounds recorded
+        return None
     if not isinstance(raw, (list, np.ndarray)) or len(raw) < 2:
-        raise _bad("The model file records best_iteration but no iteration_indptr.")
+        raise _bad("gradient_booster.model.iteration_indptr is not an array of round boundaries.")
     indptr = _array(model, "iteration_indptr", len(raw), "gradient_booster.model", "i")
     if indptr[0] != 0 or indptr[-1] != n_trees or (np.diff(indptr) < 1).any():
         raise _bad("gradient_booster.model.iteration_indptr does not cut the trees into rounds.")
@@ -708,8 +710,11 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
     if best is not None:
         best = _int(best, "attributes.best_iteration", 0)
         indptr = _iteration_indptr(model, n_trees)
-        n_rounds = len(indptr) - 1
-        if "scikit_learn" in attrs and best + 1 < n_rounds:
+        n_rounds = n_trees if indptr is None else len(indptr) - 1
+        if indptr is None:
+            notes.append(f"The file records best_iteration={best} but not which trees make each "
+                         f"round (an XGBoost 1.x file): Glassbox reads all {n_trees} trees.")
+        elif "scikit_learn" in attrs and best + 1 < n_rounds:
             # what XGBRegressor / XGBClassifier.load_model(file).predict uses
             keep = int(indptr[best + 1])
             trees, tree_info = trees[:keep], tree_info[:keep]
