@@ -27,7 +27,17 @@ it is expressed in the :class:`~.ensemble.TreeEnsemble`:
 Leaf values are ``split_conditions`` at the leaves; ``sum_hessian`` is the cover
 XGBoost's own Tree SHAP (``pred_contribs``) weighs paths with. ``base_score`` is
 stored in the output space and turned into a margin as the objective does
-(``ProbToMargin``: logit for logistic objectives, log for log-link ones).
+(``ProbToMargin``: logit for logistic objectives, log for log-link ones; XGBoost 3.2
+leaves binary:logitraw's base_score as it is).
+
+Decisions: ``reg:logistic`` is read as a binary classifier (its prediction is
+``predict_proba[:, 1]``); ``binary:logitraw`` and ``rank:*`` as regressors of the
+margin; ``booster="dart"`` by scaling each tree's leaves by its ``weight_drop``
+(XGBoost's prediction); nodes the pruner left unreachable are dropped. A file the
+scikit-learn wrapper wrote with ``best_iteration`` is read up to that round (as
+``XGBRegressor.load_model(file).predict``), a plain Booster's file in full (as
+``Booster.predict``). Refused: gblinear, multi-target models, binary:hinge and
+unknown objectives.
 """
 from __future__ import annotations
 
