@@ -6,9 +6,11 @@ fingerprints plus every setting. Long results (with a progress bar) go through
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
+from dataclasses import replace
 import time
 from pathlib import Path
 
@@ -127,26 +129,49 @@ def ale(ctx: ModelContext, feature, n_bins: int):
 SHAP_METHODS = ("auto", "linear", "exact", "kernel", "tree")
 
 
-def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ...], notice=None):
+def _with_model_prediction(ctx: ModelContext, res, frame: pd.DataFrame):
+    """The result with the model's own prediction of ``frame`` in its params
+    (``model_prediction``, shape like ``res.predictions``), in the result's output
+    space: masks (or empty cells taken as missing) change what is explained, never
+    what the model predicts."""
+    out = {"margin": "raw", "raw": "raw", "proba": "proba", "log_odds": "log_odds"}.get(res.output, "auto")
+    try:
+        adapter = ctx.adapter.with_output(out, class_index=None)
+        pred = np.asarray(adapter.predict(frame), dtype=float).reshape(len(frame), -1)
+        want = np.shape(res.predictions)
+        if len(want) == 1 and pred.shape[1] > 1:  # one class explained: that class's column
+            names = [str(n) for n in adapter.output_names]
+            named = str(res.output_names[0]) if res.output_names else None
+            pred = pred[:, names.index(named) if named in names else -1]
+        pred = pred.reshape(want)
+    except Exception:  # noqa: BLE001 - the line then shows the explained prediction only
+        return res
+    return replace(res, params={**res.params, "model_prediction": pred})
+
+
+def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ...], notice=None,
+                empty_as_missing: bool = False):
     """SHAP values of one row with the given features masked, cached per setting.
 
     ``notice``: a :class:`Working` (or any callable of the seconds waited) that the
     page's script calls every quarter of a second while the row is computed in a
     worker thread: a slow model (Kernel SHAP on an SVC: seconds per row) shows that it
     runs, and Streamlit's Stop and any widget change take effect at once instead of
-    after the computation.
+    after the computation. Empty cells are values the model receives unless
+    ``empty_as_missing`` (or the model cannot take them: see ``params["nan_reason"]``).
     """
     def compute():
-        from dataclasses import replace
 
         from explainers.shap import explain
 
         res = explain(ctx.model, ctx.X.iloc[[row]], background=background(ctx),
-                      method=method, missing=list(missing) or None)
+                      method=method, missing=list(missing) or None,
+                      nan_is_missing=True if empty_as_missing else "auto")
+        res = _with_model_prediction(ctx, res, ctx.X.iloc[[row]])
         # the explained row keeps its number, so a figure of it says "Row 123" by itself
         return replace(res, data=res.data.set_axis(pd.Index([row])))
 
-    key = ("shap_row", ctx.model_key, ctx.data_key, row, method, missing)
+    key = ("shap_row", ctx.model_key, ctx.data_key, row, method, missing, bool(empty_as_missing))
     return in_worker(key, compute, notice)
 
 
@@ -360,7 +385,7 @@ def attributions_frame(res) -> pd.DataFrame:
     return frame
 
 
-def explain_edited(ctx: ModelContext, values: tuple, missing: tuple[str, ...]):
+def explain_edited(ctx: ModelContext, values: tuple, missing: tuple[str, ...], empty_as_missing: bool = False):
     """SHAP values (automatic method) of one edited row, cached by its values and mask.
 
     A blank value (None or NaN) stays blank: NaN in the row, whatever the column's type.
@@ -376,12 +401,14 @@ def explain_edited(ctx: ModelContext, values: tuple, missing: tuple[str, ...]):
                 row[col] = row[col].astype(dtype)
             except (TypeError, ValueError):  # a blank in an integer column stays a float NaN
                 pass
-        return explain(ctx.model, row, background=background(ctx),
-                       missing=list(missing) or None)
+        res = explain(ctx.model, row, background=background(ctx), missing=list(missing) or None,
+                      nan_is_missing=True if empty_as_missing else "auto")
+        return _with_model_prediction(ctx, res, row)
 
     # NaN != NaN: blanks enter the key as None, so an unchanged row finds its result again
     key_values = tuple(None if b else v for v, b in zip(values, blank))
-    return result_cache().get_or_compute(("whatif", ctx.model_key, ctx.data_key, key_values, missing), compute)
+    return result_cache().get_or_compute(
+        ("whatif", ctx.model_key, ctx.data_key, key_values, missing, bool(empty_as_missing)), compute)
 
 
 def shap_is_fast(ctx: ModelContext) -> bool:
@@ -395,6 +422,46 @@ def shap_is_fast(ctx: ModelContext) -> bool:
     except Exception:
         return False
     return method in ("linear", "tree")
+
+
+#: rows the cost probe explains, and the seconds above which a view runs only on request with a warning
+COST_PROBE_ROWS, SLOW_VIEW_S = 2, 10.0
+
+
+def shap_seconds_per_row(ctx: ModelContext, method: str) -> float:
+    """Seconds one row of SHAP takes with this method, measured once on a small probe
+    (cached per model, data and method; 0 for the fast tree and linear methods)."""
+    if method in ("tree", "linear") or (method == "auto" and shap_is_fast(ctx)):
+        return 0.0
+
+    def probe() -> float:
+        from explainers.shap import explain
+
+        rows = sample_rows(ctx, COST_PROBE_ROWS)
+        t0 = time.perf_counter()
+        explain(ctx.model, rows, background=background(ctx), method=method)
+        return (time.perf_counter() - t0) / max(1, len(rows))
+
+    return float(result_cache().get_or_compute(("shap_cost", ctx.model_key, ctx.data_key, method), probe))
+
+
+def sample_cost(ctx: ModelContext, method: str, n_rows: int) -> tuple[float, int]:
+    """(estimated seconds for the rows of a sample not yet explained, rows that fit in SLOW_VIEW_S)."""
+    per_row = shap_seconds_per_row(ctx, method)
+    if per_row <= 0:
+        return 0.0, n_rows
+    store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method), _RowStore)
+    left = n_rows - store.done(_nested_rows(len(ctx.X), n_rows))
+    return per_row * left, max(10, int(SLOW_VIEW_S / per_row) // 10 * 10)
+
+
+def fmt_seconds(s: float) -> str:
+    """A duration in words: '8 s', '3 min', '2.5 h'."""
+    if s < 90:
+        return f"{max(1, round(s))} s"
+    if s < 5400:
+        return f"{round(s / 60)} min"
+    return f"{s / 3600:.1f} h"
 
 
 def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContext, notice=None) -> pd.DataFrame:
@@ -426,7 +493,8 @@ def _row_table(class_index: int, _ctx: ModelContext) -> pd.DataFrame:
 
 
 def additivity_line(res, row: int, class_index: int | None) -> str:
-    """'base + contributions = prediction' with the numbers of this row.
+    """'base + contributions = prediction' with the numbers of this row, and the
+    model's own prediction (``params["model_prediction"]`` where the page added it).
 
     Six significant digits on the data's own scale (``192,634``, ``1.23457M``); a
     rounding residue like -1.1e-16 next to numbers of order 1 is written 0.
@@ -435,7 +503,9 @@ def additivity_line(res, row: int, class_index: int | None) -> str:
 
     vals = res.values[row] if class_index is None else res.values[row, :, class_index]
     base = float(res.base_values[row] if class_index is None else res.base_values[row, class_index])
-    pred = float(res.predictions[row] if class_index is None else res.predictions[row, class_index])
+    own = (getattr(res, "params", None) or {}).get("model_prediction")  # the model's real output (masks change only what is explained)
+    source = res.predictions if own is None else own
+    pred = float(source[row] if class_index is None else source[row, class_index])
     total = float(np.sum(vals))
     scale = max(abs(base), abs(pred), abs(total), float(np.sum(np.abs(vals))))
 
@@ -529,6 +599,43 @@ IMPORTANCE_METHODS = {
     "permutation": "Holdout permutation",
     "shap": "Mean |SHAP|",
 }
+#: a boosting library's own importance is method "library:<kind>" (kind: gain, cover, split count)
+LIBRARY_METHOD = "library:"
+
+#: why MDI and out-of-bag importance do not apply to a model read from a library's file, in page words
+_NATIVE_SKIPS = {
+    "mdi": ("MDI reads the impurity decrease stored in scikit-learn's trees; this model comes from a {lib} "
+            "model file, whose splits store {lib}'s own gain, cover and split counts instead. {lib} gain, "
+            "shown here, is MDI's counterpart."),
+    "oob": ("Out-of-bag importance needs a bagged forest (random forest or extra trees), whose trees each "
+            "leave rows out; this model is {lib} boosting, read from its model file. The holdout "
+            "permutation works for any model."),
+}
+
+
+def _library(ctx: ModelContext) -> str | None:
+    """"XGBoost", "LightGBM" or "CatBoost" for a model read from a library's file, else None."""
+    from explainers.importance.result import library_label
+    from explainers.trees import NativeTreeModel
+
+    return library_label(ctx.model.library) if isinstance(ctx.model, NativeTreeModel) else None
+
+
+def importance_methods(ctx: ModelContext, with_shap: bool = False) -> list[str]:
+    """The methods the Importance page and the report try, in order: MDI (or, for a model read
+    from a boosting library's file, that library's gain, cover and split count beside it),
+    out-of-bag and holdout permutation, and mean |SHAP| when asked for."""
+    from explainers.importance import library_importance_kinds
+
+    native = [LIBRARY_METHOD + kind for kind in library_importance_kinds(ctx.model)]
+    return ["mdi", *native, "oob", "permutation"] + (["shap"] if with_shap else [])
+
+
+def importance_label(ctx: ModelContext, method: str) -> str:
+    """The method's name on the page: "XGBoost gain" for ``library:gain`` of an XGBoost model."""
+    if method.startswith(LIBRARY_METHOD):
+        return f"{_library(ctx)} {method[len(LIBRARY_METHOD):]}"
+    return IMPORTANCE_METHODS[method]
 
 
 def importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress=None):
@@ -541,6 +648,11 @@ def importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, pr
 def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress):
     from explainers import importance as imp
 
+    lib = _library(ctx)
+    if lib is not None and method in _NATIVE_SKIPS:
+        raise ExplainerError(_NATIVE_SKIPS[method].format(lib=lib))
+    if method.startswith(LIBRARY_METHOD):
+        return imp.library_importance(ctx.model, method[len(LIBRARY_METHOD):], feature_names=list(ctx.X.columns))
     (X_tr, y_tr), (X_ho, y_ho) = split_rows(ctx)
     if method == "mdi":
         return imp.mdi(ctx.model)
@@ -551,9 +663,22 @@ def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, p
     if method == "permutation":
         if y_ho is None:
             raise ExplainerError("Permutation importance needs the target: pick the target column on the Model page.")
-        take = _seeded_rows(len(X_ho), max_rows)
-        return imp.permutation_importance(ctx.model, X_ho.iloc[take], y_ho.iloc[take], n_repeats=n_repeats,
-                                          random_state=0, progress=progress)
+        # rows with an empty target have no true value to score: the sample is drawn from the others
+        from explainers.importance._common import missing_target, rows_left_out_note
+
+        has = ~missing_target(y_ho.to_numpy())
+        if not has.any():
+            raise ExplainerError("Permutation importance needs true values, but the target column is empty in "
+                                 "every row: pick the column the model predicts on the Model page.")
+        X_ok, y_ok = X_ho[has], y_ho[has]
+        take = _seeded_rows(len(X_ok), max_rows)
+        res = imp.permutation_importance(ctx.model, X_ok.iloc[take], y_ok.iloc[take], n_repeats=n_repeats,
+                                         random_state=0, progress=progress)
+        left_out = int((~has).sum())
+        if left_out:
+            res = dataclasses.replace(res, params={**res.params, "n_rows_left_out": left_out},
+                                      description=f"{res.description} {rows_left_out_note(left_out, len(y_ho))}")
+        return res
     if method == "shap":
         return imp.shap_importance(explain_sample(ctx, max_rows, "auto", progress))
     raise KeyError(method)
@@ -570,7 +695,7 @@ def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows:
 
     results, skipped = [], []
     for i, method in enumerate(methods):
-        label = IMPORTANCE_METHODS[method]
+        label = importance_label(ctx, method)
 
         progress = ProgressBar(bar, label)
         bar.progress(i / len(methods), text=f"{label}…")
@@ -674,18 +799,29 @@ def _pdp_caption(fig) -> str:
     return text
 
 
+def left_out_notices(results) -> list[str]:
+    """Per result that left rows out for an empty target: a notice saying how many."""
+    return [f"{r.label}: {r.params['n_rows_left_out']:,} row(s) with an empty target were left out; "
+            f"it is scored on the {r.params.get('n_rows', 0):,} rows that have one."
+            for r in results if r.params.get("n_rows_left_out")]
+
+
 def _importance_sections(ctx: ModelContext, bar) -> tuple[list, list[str]]:
-    """The report's importance sections (methods compared when two or more apply) and notices."""
+    """The report's importance sections (methods compared when two or more apply) and notices.
+
+    Never silent: every method left out, and every row left out for an empty
+    target, gets a notice.
+    """
     from dashboard import figures, report
 
-    results, skipped = importances(ctx, ["mdi", "oob", "permutation"], 5, 1_000, bar)
+    results, skipped = importances(ctx, importance_methods(ctx), 5, 1_000, bar, page="report")
     why = "; ".join(f"{label}: {reason}" for label, reason in skipped)
     if not results:
         if ctx.y is None:
             return [], ["Importance comparison needs the target column: pick it on the Model page. "
                         f"Left out ({why})."]
         return [], [f"Importance comparison left out: no importance method applies to this model and data ({why})."]
-    notices = []
+    notices = left_out_notices(results)
     if len(results) == 1:
         if ctx.y is None:
             notices.append("Importance comparison needs the target column: pick it on the Model page. "
@@ -694,6 +830,8 @@ def _importance_sections(ctx: ModelContext, bar) -> tuple[list, list[str]]:
             notices.append(f"Importance comparison shows {results[0].label} alone: the other methods do not "
                            f"apply ({why}).")
     else:
+        if skipped:
+            notices.append(f"Left out of the importance comparison: {why}.")
         try:
             comp = comparison(ctx.model_key, ctx.data_key, tuple(r.label for r in results), results, ctx.X)
             return [report.Section("Variable importance, compared",
@@ -715,3 +853,33 @@ def _report_summary(ctx: ModelContext) -> dict:
     if ctx.card.get("metric"):
         summary[ctx.card["metric"]["name"]] = f"{ctx.card['metric']['value']:.3f}"
     return summary
+
+
+def empty_cells_toggle(ctx: ModelContext, key: str) -> bool:
+    """The page's switch for empty cells, shown only when the data has some: off
+    (the default) explains the model's own prediction, empty cells being values it
+    receives; on, they become missing features (the seeds' masks)."""
+    if not bool(ctx.X.isna().to_numpy().any()):
+        return False
+    return st.toggle("Treat empty cells as missing features", value=False, key=key,
+                     help="Off: an empty cell is a value the model receives (an imputer fills it, "
+                          "HistGradientBoosting routes it) and its own prediction is explained. On: empty "
+                          "cells leave the game like features you mark missing, get exactly 0, and the "
+                          "prediction explained is the one with them averaged out.")
+
+
+def empty_cells_caption(ctx: ModelContext, res, row: int, chosen: bool) -> None:
+    """Say how this row's empty cells were explained, and which prediction is the model's."""
+    from dashboard.safe_text import md
+
+    blanks = [str(c) for c in ctx.X.columns if pd.isna(ctx.X.iloc[row][c])]
+    if not blanks:
+        return
+    names = ", ".join(md(c) for c in blanks[:8]) + (" …" if len(blanks) > 8 else "")
+    if res.params.get("nan_is_missing"):
+        why = "as you chose" if chosen else "because this model cannot take empty cells"
+        st.caption(f"Empty cells of row {row} ({names}) are treated as missing features, {why}: the prediction "
+                   "explained averages them out, and the model's own prediction is the one marked *model*.")
+    else:
+        st.caption(f"Empty cells of row {row} ({names}) are values the model receives: the prediction explained "
+                   "is the model's own. Switch on *Treat empty cells as missing features* to explain them as masks.")

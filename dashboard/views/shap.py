@@ -38,12 +38,15 @@ state.valid_choices("shap_mask", list(ctx.X.columns))
 masked = st.multiselect("Treat as missing", list(ctx.X.columns), key="shap_mask",
                         help="A missing feature leaves the game: it gets exactly 0 and the prediction "
                              "is averaged over the background for it.")
+empty_missing = state.empty_cells_toggle(ctx, "shap_empty_missing")
 view = st.radio("View", ["waterfall", "force"], horizontal=True, key="shap_view")
 
 try:
     # a worker thread computes; the page shows that it runs (and Stop works) meanwhile
-    res = state.explain_row(ctx, row, method, tuple(masked), notice=Working(f"Explaining row {row}…"))
-    full = (state.explain_row(ctx, row, method, (), notice=Working(f"Explaining row {row} without masks…"))
+    res = state.explain_row(ctx, row, method, tuple(masked), notice=Working(f"Explaining row {row}…"),
+                            empty_as_missing=empty_missing)
+    full = (state.explain_row(ctx, row, method, (), notice=Working(f"Explaining row {row} without masks…"),
+                              empty_as_missing=empty_missing)
             if masked else res)
 except Exception as exc:
     show_error(exc)
@@ -52,6 +55,7 @@ ci = state.shap_class(res, ctx)
 draw = figures.waterfall_figure if view == "waterfall" else figures.force_figure
 st.plotly_chart(draw(res, 0, class_index=ci, max_display=12, row_label=row), key="shap_local")
 st.markdown(f"**{state.additivity_line(res, 0, ci)}**")
+state.empty_cells_caption(ctx, res, row, empty_missing)
 if masked:
     pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
     scale = max(abs(pick(full.predictions)), abs(pick(res.predictions)))
@@ -79,9 +83,21 @@ g1, g2 = st.columns(2)
 n_rows = int(g1.number_input("Rows in the sample", 10, 20_000, 1_000 if state.shap_is_fast(ctx) else 30,
                              step=10, key="shap_n"))
 if source == "a sample of the data":
+    with st.spinner("Measuring how long a row takes…"):
+        try:
+            cost, fits = state.sample_cost(ctx, method, n_rows)
+        except Exception:  # noqa: BLE001 - the run itself will say what is wrong
+            cost, fits = 0.0, n_rows
+    if cost > state.SLOW_VIEW_S:
+        st.warning(f"Explaining {n_rows:,} rows with this method takes about **{state.fmt_seconds(cost)}** "
+                   f"(measured on a few rows). About {fits:,} rows take {state.fmt_seconds(state.SLOW_VIEW_S)}; "
+                   "rows already explained are kept when you change the number.", icon=":material/timer:")
+        st.button(f"Use {fits:,} rows", key="shap_fewer", on_click=st.session_state.__setitem__, args=("shap_n", fits))
+    elif cost > 0:
+        st.caption(f"About {state.fmt_seconds(cost)} for the rows not explained yet.")
     show = g2.toggle("Show the global view", value=False, key="shap_global",
                      help="Beeswarm, mean |SHAP| and dependence over the sample: about 0.1 s for "
-                          "tree and linear models, longer for exact and kernel SHAP.")
+                          "tree and linear models, longer for exact and kernel SHAP (the estimate is shown).")
 else:
     folder = g2.text_input("Batch output folder on this server", key="shap_batch_dir",
                            placeholder=f"e.g. {roots[0]}/shap_out",

@@ -78,11 +78,12 @@ with st.expander(f"Feature values of row {row}", expanded=True):
                                         else options.index(value), key=f"{prefix}{i}", placeholder="blank")
 state.valid_choices("whatif_mask", list(ctx.X.columns))
 missing = st.multiselect("Treat as missing", list(ctx.X.columns), key="whatif_mask")
+empty_missing = state.empty_cells_toggle(ctx, "whatif_empty_missing")
 
 values = tuple(np.nan if _missing(edited[c]) else edited[c] for c in ctx.X.columns)
 try:
-    before = state.explain_edited(ctx, tuple(original.tolist()), tuple(missing))
-    after = state.explain_edited(ctx, values, tuple(missing))
+    before = state.explain_edited(ctx, tuple(original.tolist()), tuple(missing), empty_missing)
+    after = state.explain_edited(ctx, values, tuple(missing), empty_missing)
 except Exception as exc:
     state.show_error(exc)
     st.stop()
@@ -91,9 +92,10 @@ pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
 label = state.output_label(after, ci)
 changed = [c for c in ctx.X.columns if not _same(edited[c], original[c])]
 m1, m2, m3 = st.columns(3)
-m1.metric(f"Original {md(label)}", fmt_number(pick(before.predictions)), help=f"Row {row} as in the data.")
-m2.metric(f"Edited {md(label)}", fmt_number(pick(after.predictions)),
-          delta=fmt_number(pick(after.predictions) - pick(before.predictions), sign=True), help=f"Row {row} with your edits.")
+p_before, p_after = (pick(r.params.get("model_prediction", r.predictions)) for r in (before, after))
+m1.metric(f"Original {md(label)}", fmt_number(p_before), help=f"Row {row} as in the data: the model's prediction.")
+m2.metric(f"Edited {md(label)}", fmt_number(p_after), delta=fmt_number(p_after - p_before, sign=True),
+          help=f"Row {row} with your edits: the model's prediction.")
 m3.metric("Features changed", len(changed))
 if changed:
     st.caption("Changed: " + ", ".join(f"{md(c)}: {_shown(original[c])} → {_shown(edited[c])}" for c in changed))

@@ -240,3 +240,8 @@ def test_additivity_line_on_the_data_scale():
                           predictions=np.array([159_846.6]))
     line = state.additivity_line(big, 0, None)
     assert "e+" not in line and "192,634" in line and "-32,787.6" in line, line
+    # a masked explanation: the explained prediction, and the model's own beside it
+    masked = SimpleNamespace(values=np.array([[0.25, 0.5]]), base_values=np.array([1.0]),
+                             predictions=np.array([1.75]), params={"model_prediction": np.array([2.125])})
+    line = state.additivity_line(masked, 0, None)
+    assert line == "base 1 + contributions +0.75 = prediction 1.75 (model: 2.125)", line
