@@ -4,6 +4,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.decomposition import PCA
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.datasets import make_friedman1
@@ -313,8 +314,11 @@ def test_counts_1d_and_2d():
 
 def test_auto_picks_brute_for_pipeline_and_tree_for_bare_model(num_data):
     X, y, *_ = num_data
-    pipe = make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=3)).fit(X, y)
+    # PCA mixes columns: the pipeline does not fold into its trees (a scaler would)
+    pipe = make_pipeline(PCA(n_components=2), DecisionTreeRegressor(max_depth=3)).fit(X, y)
     assert partial_dependence(pipe, X, [0], grid_resolution=4).method == "brute"
+    folded = make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=3)).fit(X, y)
+    assert partial_dependence(folded, X, [0], grid_resolution=4).method == "tree"
     with pytest.raises(InvalidParameterError, match="method='tree' does not apply"):
         partial_dependence(pipe, X, [0], method="tree")
 
@@ -463,7 +467,7 @@ def test_first_layer_skips_generic_brute(layer_fits, num_data, monkeypatch):
     r = partial_dependence(layer_fits["mlp_reg"], X, [0], grid_resolution=5, kind="average")
     assert r.method == "brute" and r.params["brute_path"] == "first-layer" and calls == []
     # a model it does not cover still goes the generic way
-    tree_pipe = make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=2)).fit(X, num_data[1])
+    tree_pipe = make_pipeline(PCA(n_components=2), DecisionTreeRegressor(max_depth=2)).fit(X, num_data[1])
     r = partial_dependence(tree_pipe, X, [0], grid_resolution=5, kind="average")
     assert r.params["brute_path"] == "generic" and calls == [1]
 

@@ -108,14 +108,16 @@ def grid_slices(ens, f: int, grid_cmp: np.ndarray):
     A plain feature is one walk over the whole sorted grid (``pos`` from
     :func:`split_positions`). A feature that some rule splits on is walked one
     grid value at a time: a one-point grid whose ``pos[node]`` is 1 where that
-    value goes left, 0 where it goes right. ``part`` is the slice of the grid
+    value goes left, 0 where it goes right; so is a grid that is not sorted (the
+    category codes of a categorical column come in the data's order). ``part`` is the slice of the grid
     each walk fills. ``f < 0`` (no target): one point.
     """
     n = len(ens.feature)
     if f < 0:
         return [(np.zeros(n, np.int64), 1, slice(0, 1))]
     ruled = (ens.feature == f) & (ens.cat_start >= 0)
-    if not ruled.any():
+    unsorted = len(grid_cmp) > 1 and not np.all(np.diff(grid_cmp) >= 0)  # category grids come in data order
+    if not ruled.any() and not unsorted:
         return [(split_positions(ens.feature, ens.threshold, f, grid_cmp), len(grid_cmp), slice(0, len(grid_cmp)))]
     on = np.flatnonzero((ens.feature == f) & (ens.left >= 0))
     out = []
