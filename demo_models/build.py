@@ -1,9 +1,10 @@
 """Build the demo models from bundled and seeded synthetic data.
 
 ``python -m demo_models.build`` trains every demo model deterministically and
-saves, for each, a ``.skops`` model, its data as Parquet (training rows first,
-then the held-out rows; the card says how many are training rows) and a JSON
-card. Files go to ``demo_models/built/`` (gitignored; GLASSBOX_DEMO_DIR or a user
+saves, for each, its model file (a ``.skops`` file for scikit-learn models; the
+library's own file for XGBoost, ``.model.json``, and LightGBM, ``.model.txt``),
+its data as Parquet (training rows first, then the held-out rows; the card says
+how many are training rows) and a JSON card. Files go to ``demo_models/built/`` (gitignored; GLASSBOX_DEMO_DIR or a user
 cache folder instead when set, or when the package folder is read-only) and are
 rebuilt when missing or when the library versions that wrote them change.
 """
@@ -42,8 +43,12 @@ def _default_build_dir() -> Path:
 
 BUILD_DIR = _default_build_dir()
 #: bump when a demo's definition changes, so old builds are replaced
-BUILD_VERSION = 1
-_LIBS = ("numpy", "pandas", "sklearn", "skops", "pyarrow")
+BUILD_VERSION = 2
+_LIBS = ("numpy", "pandas", "sklearn", "skops", "pyarrow", "xgboost", "lightgbm")
+
+#: how each kind of demo model is saved: the suffix of its file. XGBoost's JSON model
+#: file cannot be ``<name>.json``: that is the card.
+MODEL_SUFFIXES = {"skops": ".skops", "xgboost": ".model.json", "lightgbm": ".model.txt"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,12 @@ class DemoSpec:
     title: str
     description: str
     make: Callable[[], tuple]
+    #: "skops" (scikit-learn models), or "xgboost" / "lightgbm": saved as the library's own file
+    model_format: str = "skops"
+
+    @property
+    def model_suffix(self) -> str:
+        return MODEL_SUFFIXES[self.model_format]
 
 
 def _versions() -> dict:
@@ -144,6 +155,40 @@ def _housing():
     return X, y, units
 
 
+#: the coast categories of :func:`housing_coast_data`, west (the sea) to east, and their price effect
+COAST = {"ocean front": 0.6, "near coast": 0.25, "inland": 0.0, "far inland": -0.3}
+
+
+def housing_coast_data(n: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, pd.Series]:
+    """The coastal housing data with a categorical column: how far inland each house is.
+
+    ``coast`` (a pandas category, like California's ocean_proximity) bins each house's
+    distance east of the coast line, which the location columns also carry (so it is
+    correlated with them); being near the sea adds to the price of
+    :func:`housing_data` (:data:`COAST`).
+    """
+    X, y = housing_data(n, seed)
+    inland = X.longitude - (-117.0 - 0.9 * (X.latitude - 32.5))  # the coast line of housing_data
+    codes = np.digitize(inland.to_numpy(), [-1.2, 0.0, 1.2])
+    labels = list(COAST)
+    X = X.assign(coast=pd.Categorical.from_codes(codes, categories=labels))
+    y = (y + np.array([COAST[c] for c in labels])[codes]).rename("price")
+    return X, y
+
+
+def _housing_coast():
+    X, y = housing_coast_data()
+    _, _, units = _housing()
+    return X, y, units
+
+
+def _breast_cancer_01():
+    """The breast cancer data with the target as 1 (malignant) / 0 (benign): a library's model
+    file keeps no class labels, so its classes are the codes 0 and 1."""
+    X, y, units = _breast_cancer()
+    return X, (y == "malignant").astype(int).rename("malignant"), units
+
+
 # -------------------------------------------------------------------- models
 def _diabetes_forest():
     from sklearn.ensemble import RandomForestRegressor
@@ -180,6 +225,27 @@ def _housing_gb():
     return X, y, units, model, "regression"
 
 
+def _cancer_xgb():
+    from xgboost import XGBClassifier
+
+    X, y, units = _breast_cancer_01()
+    model = XGBClassifier(n_estimators=150, max_depth=3, learning_rate=0.1, subsample=0.8,
+                          tree_method="hist", n_jobs=1, random_state=0)
+    return X, y, units, model, "classification"
+
+
+def _housing_lgbm():
+    from lightgbm import LGBMRegressor
+
+    X, y, units = _housing_coast()
+    # one thread and deterministic: the same file on every machine; "coast" is a pandas
+    # category, so LightGBM splits on it natively (a set of categories per split)
+    model = LGBMRegressor(n_estimators=200, num_leaves=15, learning_rate=0.05, min_child_samples=10,
+                          cat_smooth=5, min_data_per_group=20, n_jobs=1, deterministic=True,
+                          force_row_wise=True, random_state=0, verbose=-1)
+    return X, y, units, model, "regression"
+
+
 def _diabetes_linear():
     from sklearn.linear_model import LinearRegression
 
@@ -211,6 +277,14 @@ DEMOS: tuple[DemoSpec, ...] = (
              "Ordinary least squares on the diabetes data: SHAP has a closed form here.", _diabetes_linear),
     DemoSpec("breast_cancer_logistic", "Breast cancer diagnosis — logistic regression",
              "Standardised logistic regression: SHAP in log-odds has a closed form.", _cancer_logistic),
+    DemoSpec("breast_cancer_xgb", "Breast cancer diagnosis — XGBoost (JSON model file)",
+             "XGBoost's binary classifier on the 569 tumours, saved with XGBoost's own save_model and "
+             "read back without XGBoost; class 1 is malignant, 0 benign (the file keeps no class names).",
+             _cancer_xgb, model_format="xgboost"),
+    DemoSpec("housing_lgbm", "Coastal housing — LightGBM with a categorical feature (text model file)",
+             "LightGBM on the coastal housing prices plus a categorical column, coast (ocean front to far "
+             "inland), that LightGBM splits on natively; saved as LightGBM's text model file.",
+             _housing_lgbm, model_format="lightgbm"),
 )
 DEMO_NAMES = tuple(d.name for d in DEMOS)
 
@@ -241,16 +315,12 @@ def train_demo(spec: DemoSpec) -> tuple[object, pd.DataFrame, dict]:
         "name": spec.name,
         "title": spec.title,
         "description": spec.description,
-        "model_type": type(model).__name__ if not hasattr(model, "steps") else
-        " → ".join(type(s).__name__ for _, s in model.steps),
+        "model_type": _model_type(model, spec),
+        "model_file": f"{spec.name}{spec.model_suffix}",
         "task": task,
         "target": str(y.name),
         "classes": classes,
-        "features": [
-            {"name": c, "dtype": str(X[c].dtype), "min": float(X[c].min()), "max": float(X[c].max()),
-             "unit": units.get(c)}
-            for c in X.columns
-        ],
+        "features": [_feature_card(X[c], units.get(c)) for c in X.columns],
         "target_unit": units.get(str(y.name)),
         "n_rows": int(len(frame)),
         "n_train": int(len(X_tr)),
@@ -261,12 +331,46 @@ def train_demo(spec: DemoSpec) -> tuple[object, pd.DataFrame, dict]:
     return model, frame, card
 
 
-def _build_one(spec: DemoSpec, out: Path) -> dict:
-    import skops.io as sio
+def _feature_card(s: pd.Series, unit) -> dict:
+    """A feature's entry on the card: its range, or its categories for a categorical column."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return {"name": s.name, "dtype": "category", "min": None, "max": None, "unit": unit,
+                "categories": [str(c) for c in s.cat.categories]}
+    return {"name": s.name, "dtype": str(s.dtype), "min": float(s.min()), "max": float(s.max()), "unit": unit}
 
+
+def _model_type(model, spec: DemoSpec) -> str:
+    """What the Model page calls the model: for a library's file, what Glassbox reads from it
+    (the same words an upload of the file gets)."""
+    if spec.model_format == "xgboost":
+        from explainers.trees.xgboost import xgboost_from_object
+
+        return xgboost_from_object(model).ensemble.model_name
+    if spec.model_format == "lightgbm":
+        from explainers.trees.lightgbm import lightgbm_from_object
+
+        return lightgbm_from_object(model).ensemble.model_name
+    if hasattr(model, "steps"):
+        return " → ".join(type(s).__name__ for _, s in model.steps)
+    return type(model).__name__
+
+
+def save_model(model, spec: DemoSpec, path: Path) -> None:
+    """Save a trained demo model in its format: skops, or the library's own model file."""
+    if spec.model_format == "xgboost":
+        model.save_model(str(path))  # XGBModel.save_model: the booster's JSON (the suffix picks JSON)
+    elif spec.model_format == "lightgbm":
+        model.booster_.save_model(str(path))  # text; keeps the pandas categories of "coast"
+    else:
+        import skops.io as sio
+
+        sio.dump(model, path)
+
+
+def _build_one(spec: DemoSpec, out: Path) -> dict:
     model, frame, card = train_demo(spec)
     frame.to_parquet(out / f"{spec.name}.parquet", index=False)
-    sio.dump(model, out / f"{spec.name}.skops")
+    save_model(model, spec, out / f"{spec.name}{spec.model_suffix}")
     (out / f"{spec.name}.json").write_text(json.dumps(card, indent=2))
     return card
 
@@ -282,9 +386,7 @@ def is_current(build_dir: Path = BUILD_DIR) -> bool:
         return False
     if info.get("versions") != _versions():
         return False
-    return all(
-        (build_dir / f"{n}{ext}").is_file() for n in DEMO_NAMES for ext in (".skops", ".parquet", ".json")
-    )
+    return all(p.is_file() for n in DEMO_NAMES for p in paths(n, build_dir).values())
 
 
 def build_all(build_dir: Path = BUILD_DIR, *, force: bool = False) -> list[dict]:
@@ -325,11 +427,26 @@ def load_cards(build_dir: Path = BUILD_DIR) -> list[dict]:
     return [json.loads((build_dir / f"{n}.json").read_text()) for n in DEMO_NAMES]
 
 
+def spec(name: str) -> DemoSpec:
+    """The definition of the demo called ``name``."""
+    for s in DEMOS:
+        if s.name == name:
+            return s
+    raise KeyError(f"Unknown demo model {name!r}; known: {', '.join(DEMO_NAMES)}")
+
+
 def paths(name: str, build_dir: Path = BUILD_DIR) -> dict:
-    """Paths of one demo's files."""
+    """Paths of one demo's files: ``"model"`` (the model file, whatever its format),
+    ``"parquet"`` (the data), ``"json"`` (the card), and ``"skops"`` for a scikit-learn
+    demo (the same file as ``"model"``)."""
     if name not in DEMO_NAMES:
         raise KeyError(f"Unknown demo model {name!r}; known: {', '.join(DEMO_NAMES)}")
-    return {ext: build_dir / f"{name}.{ext}" for ext in ("skops", "parquet", "json")}
+    s = spec(name)
+    out = {"model": build_dir / f"{name}{s.model_suffix}", "parquet": build_dir / f"{name}.parquet",
+           "json": build_dir / f"{name}.json"}
+    if s.model_format == "skops":
+        out["skops"] = out["model"]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

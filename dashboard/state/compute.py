@@ -604,9 +604,8 @@ LIBRARY_METHOD = "library:"
 
 #: why MDI and out-of-bag importance do not apply to a model read from a library's file, in page words
 _NATIVE_SKIPS = {
-    "mdi": ("MDI reads the impurity decrease stored in scikit-learn's trees; this model comes from a {lib} "
-            "model file, whose splits store {lib}'s own gain, cover and split counts instead. {lib} gain, "
-            "shown here, is MDI's counterpart."),
+    "mdi": ("MDI reads the impurity decrease stored in scikit-learn's trees; this model comes from {lib}"
+            "'s own model file, whose splits store its {kinds} instead. {counterpart}"),
     "oob": ("Out-of-bag importance needs a bagged forest (random forest or extra trees), whose trees each "
             "leave rows out; this model is {lib} boosting, read from its model file. The holdout "
             "permutation works for any model."),
@@ -650,7 +649,12 @@ def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, p
 
     lib = _library(ctx)
     if lib is not None and method in _NATIVE_SKIPS:
-        raise ExplainerError(_NATIVE_SKIPS[method].format(lib=lib))
+        kinds = imp.library_importance_kinds(ctx.model)
+        counterpart = (f"{lib} gain, shown here, is MDI's counterpart." if "gain" in kinds else
+                       f"{lib} gives no gain; its {' and '.join(kinds)}, shown here, stand in for it." if kinds
+                       else "")
+        raise ExplainerError(_NATIVE_SKIPS[method].format(
+            lib=lib, kinds=", ".join(kinds) or "numbers", counterpart=counterpart).strip())
     if method.startswith(LIBRARY_METHOD):
         return imp.library_importance(ctx.model, method[len(LIBRARY_METHOD):], feature_names=list(ctx.X.columns))
     (X_tr, y_tr), (X_ho, y_ho) = split_rows(ctx)
@@ -802,7 +806,7 @@ def _pdp_caption(fig) -> str:
 def left_out_notices(results) -> list[str]:
     """Per result that left rows out for an empty target: a notice saying how many."""
     return [f"{r.label}: {r.params['n_rows_left_out']:,} row(s) with an empty target were left out; "
-            f"it is scored on the {r.params.get('n_rows', 0):,} rows that have one."
+            f"it is scored on {r.params.get('n_rows', 0):,} rows that have one."
             for r in results if r.params.get("n_rows_left_out")]
 
 

@@ -76,23 +76,27 @@ def load_data_cached(data_key: str, _data: bytes, filename: str, target: str | N
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _demo_files(name: str, version_key: str) -> tuple[bytes, bytes, str, str]:
-    """A demo's model and data bytes with their fingerprints, hashed once per process."""
+def _demo_files(name: str, version_key: str) -> tuple[bytes, bytes, str, str, str]:
+    """A demo's model and data bytes with their fingerprints, hashed once per process, and the
+    model file's name (its suffix tells the loader the format: .skops, or a library's own file)."""
     p = demo_build.paths(name)
-    model_bytes, data_bytes = p["skops"].read_bytes(), p["parquet"].read_bytes()
-    return model_bytes, data_bytes, explainers.fingerprint(model_bytes), explainers.fingerprint(data_bytes)
+    model_bytes, data_bytes = p["model"].read_bytes(), p["parquet"].read_bytes()
+    return (model_bytes, data_bytes, explainers.fingerprint(model_bytes), explainers.fingerprint(data_bytes),
+            p["model"].name)
 
 
 def demo_context(name: str) -> ModelContext:
     card = demo_cards()[name]
-    model_bytes, data_bytes, model_key, data_key = _demo_files(name, str(card["versions"]))
+    model_bytes, data_bytes, model_key, data_key, model_name = _demo_files(name, str(card["versions"]))
 
     def build() -> ModelContext:
-        model = load_model_cached(model_key, model_bytes, f"{name}.skops", False)
+        # the same safe loader as uploads (never trusted): skops, or an XGBoost / LightGBM file
+        model = load_model_cached(model_key, model_bytes, model_name, False)
         ds = load_data_cached(data_key, data_bytes, f"{name}.parquet", card["target"], model_key, model)
         return ModelContext(
             name=name, title=card["title"], model=model, adapter=ModelAdapter(model),
-            X=ds.X, y=ds.y, model_key=model_key, data_key=ds.fingerprint, card=card, notices=ds.notices,
+            X=ds.X, y=ds.y, model_key=model_key, data_key=ds.fingerprint, card=card,
+            notices=list(getattr(model, "notes", ())) + list(ds.notices),
         )
 
     # one context per model and data, built once: every rerun of every page asks for it

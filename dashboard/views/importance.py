@@ -3,6 +3,7 @@ import streamlit as st
 
 from dashboard import figures, messages, state
 from dashboard.safe_text import csv_text, file_name, md
+from dashboard.state.compute import importance_methods, left_out_notices
 
 ctx = state.current()
 st.title("Which features matter?")
@@ -16,7 +17,8 @@ with st.expander("Settings", expanded=False):
     with_shap = c3.checkbox("Include mean |SHAP|", value=state.shap_is_fast(ctx), key="imp_shap",
                             help="On by default where SHAP is fast (linear and tree models).")
 
-methods = ["mdi", "oob", "permutation"] + (["shap"] if with_shap else [])
+# MDI, or for a model read from an XGBoost / LightGBM / CatBoost file that library's gain, cover, split count
+methods = importance_methods(ctx, with_shap)
 bar = st.progress(0.0, text="Computing importances…")
 results, skipped = state.importances(ctx, methods, int(n_repeats), int(max_rows), bar, page="importance")
 bar.empty()
@@ -28,6 +30,8 @@ if not results:
 
 for r in results:
     st.markdown(f"- **{md(r.label)}** — {md(r.description)}")
+for notice in left_out_notices(results):  # rows with an empty target: scored without them
+    st.info(md(notice), icon=":material/info:")
 
 comp = None
 if len(results) >= 2:

@@ -1,4 +1,4 @@
-"""Variable importance, four ways, and a comparison of them.
+"""Variable importance, five ways, and a comparison of them.
 
 * :func:`mdi` (:mod:`.mdi`) -- mean decrease in impurity (seed 004, "MDI"): how
   much the splits on a feature reduced the training criterion, averaged over the trees.
@@ -9,6 +9,9 @@
   importance, equal to :func:`sklearn.inspection.permutation_importance` for the
   same seed, but with the permuted copies predicted in batches.
 * :func:`shap_importance` (:mod:`.shap_importance`) -- mean absolute SHAP value.
+* :func:`library_importance` (:mod:`.native`) -- a boosting library's own gain, cover
+  or split count, read from its model file (XGBoost, LightGBM, CatBoost): MDI's
+  counterpart for models that are not scikit-learn's.
 
 :func:`compare_importances` (:mod:`.comparison`) puts any of them side by side:
 shares of the total, ranks, rank agreement (Spearman, Kendall) and flags where
@@ -22,6 +25,7 @@ fields and shapes, and ``importances == raw.mean(axis=1)``, ``std == raw.std(axi
 from ._common import DEFAULT_MAX_CELLS, Progress
 from .comparison import ImportanceComparison, compare_importances
 from .mdi import mdi
+from .native import LIBRARY_KINDS, library_importance, library_importance_kinds
 from .oob import oob_permutation_importance, oob_sample_indices
 from .permutation import permutation_importance
 from .result import ImportanceResult
@@ -32,6 +36,9 @@ __all__ = [
     "ImportanceResult",
     "ImportanceComparison",
     "mdi",
+    "library_importance",
+    "library_importance_kinds",
+    "LIBRARY_KINDS",
     "oob_permutation_importance",
     "oob_sample_indices",
     "permutation_importance",

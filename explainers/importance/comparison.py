@@ -41,6 +41,8 @@ class ImportanceComparison:
     spearman, kendall : DataFrame (methods x methods)
         Rank agreement between each pair of methods.
     flags : DataFrame with columns ``feature``, ``reason``, ``detail``
+        (a boosting library's gain, cover and split count count as MDI does here: they
+        are read from the training splits)
         Features where the methods disagree, with the likely reason:
         ``"high_cardinality"``, ``"correlated"`` or ``"disagreement"``.
     notes : list of str
@@ -61,6 +63,14 @@ class ImportanceComparison:
 
 _KIND = {"mdi": "impurity", "permutation": "permutation", "oob_permutation": "permutation",
          "shap": "shap"}
+
+
+def _kind(method: str) -> str:
+    """The family of a method: a boosting library's own gain, cover or split count is, like MDI,
+    read from the training splits ("impurity"), and shares MDI's bias towards many split points."""
+    if method.startswith(("xgboost_", "lightgbm_", "catboost_")):
+        return "impurity"
+    return _KIND.get(method, method)
 
 
 def compare_importances(
@@ -207,7 +217,7 @@ def _table(shares: pd.DataFrame, ranks: pd.DataFrame, flags: pd.DataFrame) -> pd
 # ---------------------------------------------------------------------------- flags
 def _flags(features, labels, results, shares, ranks, X, min_gap, min_spread, corr_thr) -> pd.DataFrame:
     """One row per feature the methods disagree on, with the likely reason."""
-    kinds = {lab: _KIND.get(r.method, r.method) for lab, r in zip(labels, results)}
+    kinds = {lab: _kind(r.method) for lab, r in zip(labels, results)}
     perm_cols = [lab for lab in labels if kinds[lab] == "permutation"]
     other_cols = [lab for lab in labels if kinds[lab] in ("impurity", "shap")]
     mdi_cols = [lab for lab in labels if kinds[lab] == "impurity"]
@@ -222,6 +232,7 @@ def _flags(features, labels, results, shares, ranks, X, min_gap, min_spread, cor
         rank_txt = ", ".join(f"{lab}: {s[lab]:.1%} (rank {r[lab]:g})" for lab in labels)
         perm = float(s[perm_cols].mean()) if perm_cols else None
         mdi_share = float(s[mdi_cols].max()) if mdi_cols else None
+        mdi_label = str(s[mdi_cols].idxmax()) if mdi_cols else "MDI"
         other = float(s[other_cols].max()) if other_cols else None
         partner = _correlated_partner(f, corr, corr_thr)
         card = None if n_unique is None or f not in n_unique.index else int(n_unique[f])
@@ -231,7 +242,7 @@ def _flags(features, labels, results, shares, ranks, X, min_gap, min_spread, cor
             if partner is not None and not (mdi_share is not None and high_card and mdi_share >= other - 1e-12):
                 reason, detail = "correlated", _correlated_detail(f, partner, rank_txt)
             elif mdi_share is not None and mdi_share >= 2 * perm and (high_card or card is None):
-                reason, detail = "high_cardinality", _high_cardinality_detail(f, card, n_rows, rank_txt)
+                reason, detail = "high_cardinality", _high_cardinality_detail(f, card, n_rows, rank_txt, mdi_label)
         rows.append({"feature": f, "reason": reason, "detail": detail})
     return pd.DataFrame(rows, columns=["feature", "reason", "detail"])
 
@@ -267,12 +278,13 @@ def _correlated_detail(f, partner, rank_txt: str) -> str:
     )
 
 
-def _high_cardinality_detail(f, card, n_rows, rank_txt: str) -> str:
+def _high_cardinality_detail(f, card, n_rows, rank_txt: str, method: str = "MDI") -> str:
     card_txt = (f"it has {card} distinct values in {n_rows} rows; "
                 if card is not None else "likely many distinct values; ")
+    kind = "impurity importance" if method == "MDI" else "an importance read from the training splits"
     detail = (
-        f"MDI ranks {f!r} far above permutation importance: {card_txt}impurity "
-        "importance rewards features with many split points even when they carry "
+        f"{method} ranks {f!r} far above permutation importance: {card_txt}{kind} "
+        "rewards features with many split points even when they carry "
         "no signal (it is measured on training data). Trust the permutation "
         f"importance. {rank_txt}."
     )

@@ -50,7 +50,8 @@ def mdi(model, *, feature_names: Sequence[str] | None = None) -> ImportanceResul
     Raises
     ------
     InvalidModelError
-        If the model has no trees.
+        If the model has no trees, or its trees are not scikit-learn's (a model read
+        from an XGBoost, LightGBM or CatBoost file: use :func:`library_importance`).
 
     Notes
     -----
@@ -98,7 +99,17 @@ def _check_tree_model(est, fam) -> None:
     from sklearn.base import BaseEstimator
     from sklearn.tree import BaseDecisionTree
 
+    from ..trees import NativeTreeModel
+    from .result import library_label
+
     forests, boosting, hist = fam["forest"], fam["gb"], fam["hgb"]
+    if isinstance(est, NativeTreeModel):
+        lib = library_label(est.library)
+        raise InvalidModelError(
+            f"mdi needs a scikit-learn tree model; this {lib} model was read from its own file, whose "
+            f"splits store {lib}'s gain and cover, not an impurity decrease. Use "
+            f"library_importance(model, kind='gain') ({lib} gain, MDI's counterpart) instead."
+        )
     if not isinstance(est, (BaseDecisionTree, *forests, *boosting, *hist)):
         name = type(est).__name__
         if _foreign_trees(est):

@@ -8,10 +8,19 @@ import pandas as pd
 
 from .scoring import SCORING_LABELS
 
-__all__ = ["ImportanceResult", "make_result"]
+__all__ = ["ImportanceResult", "make_result", "library_label"]
 
+_LIBRARIES = {"xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost"}
 _LABELS = {"mdi": "MDI", "oob_permutation": "OOB permutation", "permutation": "Holdout permutation",
            "shap": "Mean |SHAP|"}
+# the boosting libraries' own importances (.native): "xgboost_gain" -> "XGBoost gain"
+_LABELS.update({f"{lib}_{kind.replace(' ', '_')}": f"{name} {kind}"
+                for lib, name in _LIBRARIES.items() for kind in ("gain", "cover", "split count")})
+
+
+def library_label(library: str) -> str:
+    """How a boosting library spells its name (``"xgboost"`` -> ``"XGBoost"``)."""
+    return _LIBRARIES.get(library, library)
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,9 +37,12 @@ class ImportanceResult:
         Standard deviation of ``raw`` over its second axis (ddof=0): spread across
         trees, repeats or rows, depending on the method.
     raw : ndarray of shape (n_features, n_draws)
-        Per-tree (MDI, out-of-bag), per-repeat (permutation) or per-row (SHAP) values.
+        Per-tree (MDI, out-of-bag), per-repeat (permutation) or per-row (SHAP) values;
+        one column of totals for a library's own importance (its file keeps no more).
     method : str
-        ``"mdi"``, ``"oob_permutation"``, ``"permutation"`` or ``"shap"``.
+        ``"mdi"``, ``"oob_permutation"``, ``"permutation"``, ``"shap"``, or a boosting
+        library's own importance, ``"<library>_<kind>"`` (``"xgboost_gain"``,
+        ``"lightgbm_split_count"``, ``"catboost_cover"``...; see :mod:`.native`).
     params : dict
         The options the method ran with (scoring, n_repeats, random_state, ...).
     description : str

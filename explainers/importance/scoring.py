@@ -64,9 +64,17 @@ SUPPORTED_SCORING = tuple(sorted(_metrics()))
 
 
 def default_scoring_name(est) -> str | None:
-    """The name equal to ``estimator.score``, or None if score is custom."""
+    """The name equal to ``estimator.score``, or None if score is custom.
+
+    A model read from a boosting library's file has no ``score``; it gets what the
+    library's scikit-learn wrappers score with (accuracy, R²).
+    """
     from sklearn.base import ClassifierMixin, RegressorMixin
 
+    from ..trees import NativeTreeModel
+
+    if isinstance(est, NativeTreeModel):
+        return "accuracy" if est._estimator_type == "classifier" else "r2"
     score = getattr(type(est), "score", None)
     if score is ClassifierMixin.score:
         return "accuracy"

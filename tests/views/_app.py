@@ -34,5 +34,5 @@ def load_demo(name: str):
     """(model, Dataset, card) of a built demo model, loaded as the dashboard loads it."""
     p = build.paths(name)
     card = json.loads(p["json"].read_text())
-    model = load_model(p["skops"])
+    model = load_model(p["model"])  # .skops, or an XGBoost / LightGBM demo's own file
     return model, load_data(p["parquet"], model=model, target=card["target"]), card
