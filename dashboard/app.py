@@ -78,15 +78,24 @@ with st.sidebar:
     except Exception as exc:
         st.error(md(messages.for_page(exc)), icon=":material/error:")
         st.stop()
+    choices = session.output_choices(ctx)
     if ctx.classes is not None:
         state.valid_choice(state.CLASS_INDEX, ctx.classes)
         st.selectbox(
             "Class", ctx.classes, index=len(ctx.classes) - 1 if ctx.task == "binary" else 0,
             key=state.CLASS_INDEX, help="The class whose probability the pages explain.",
         )
+    elif choices is not None:  # a multi-output regressor: its targets, one at a time
+        state.valid_choice(state.CLASS_INDEX, choices)
+        st.selectbox(
+            "Output", choices, index=0, key=state.CLASS_INDEX,
+            help="The model predicts several targets; the pages explain this one.",
+        )
     st.caption(f"{md(ctx.card.get('model_type', ''))} · {ctx.task} · {len(ctx.X):,} rows")
+    if getattr(ctx.adapter, "explained", None):
+        st.caption(f"Explained: {md(ctx.adapter.explained)}")
     state.share_in_url(model=None if ctx.name == state.UPLOADED else ctx.name,
-                       **{"class": st.session_state.get(state.CLASS_INDEX) if ctx.classes else None})
+                       **{"class": st.session_state.get(state.CLASS_INDEX) if choices else None})
     if state.pickles_trusted():
         st.warning("Pickle/joblib uploads are **allowed** on this server (started with "
                    "--trust-pickles): only upload files you trust.", icon=":material/warning:")

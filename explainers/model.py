@@ -22,9 +22,109 @@ _OUTPUTS = ("auto", "raw", "proba", "log_odds")
 _EPS = 1e-15
 
 
+def _final_step(model):
+    """The estimator that makes the predictions: a Pipeline's last step, else the model."""
+    steps = getattr(model, "steps", None)
+    return steps[-1][1] if steps else model
+
+
+def _estimator_type(est) -> str | None:
+    """scikit-learn's estimator type of a bare estimator ("classifier", "regressor",
+    "clusterer", "outlier_detector") or None."""
+    try:
+        from sklearn.utils import get_tags
+
+        kind = get_tags(est).estimator_type
+        if kind is not None:
+            return kind
+    except Exception:  # not a scikit-learn object (or an old one): fall back on attributes
+        pass
+    kind = getattr(est, "_estimator_type", None)
+    return kind if isinstance(kind, str) else None
+
+
+def _unsupervised_refusal(model) -> str | None:
+    """Why a fitted model has no supervised prediction to explain (None when it has one)."""
+    est = _final_step(model)
+    name = type(est).__name__
+    try:
+        from sklearn.base import ClusterMixin, TransformerMixin
+    except ImportError:  # pragma: no cover - scikit-learn is a core dependency
+        ClusterMixin = TransformerMixin = ()  # noqa: N806
+    if _estimator_type(est) == "clusterer" or (ClusterMixin and isinstance(est, ClusterMixin)):
+        return (f"{name} is a clustering model: it has no prediction to explain (its labels are "
+                "cluster numbers, not a regression value or a class). Explain a regressor or "
+                "classifier, e.g. one fitted to predict the cluster labels.")
+    if not hasattr(est, "predict") and (
+            (TransformerMixin and isinstance(est, TransformerMixin)) or hasattr(est, "transform")):
+        return (f"{name} is a transformer: it has no prediction to explain (it only transforms "
+                "data). Explain a fitted regressor or classifier, or a Pipeline that ends in one.")
+    return None
+
+
+def _n_targets(model) -> int:
+    """Number of target columns a regressor was fitted on (its prediction columns)."""
+    est = _final_step(model)
+    n = getattr(est, "n_outputs_", None)
+    if isinstance(n, (int, np.integer)):
+        return int(n)
+    name = type(est).__name__
+    if name in ("MultiOutputRegressor", "RegressorChain") and hasattr(est, "estimators_"):
+        return len(est.estimators_)
+    coef = getattr(est, "coef_", None)
+    if isinstance(coef, np.ndarray) and coef.ndim == 2:
+        return int(coef.shape[0])
+    fitted_y = getattr(est, "_y", None)  # nearest-neighbour regressors keep their targets
+    if isinstance(fitted_y, np.ndarray) and fitted_y.ndim == 2:
+        return int(fitted_y.shape[1])
+    return 1
+
+
+def is_isolation_forest(model) -> bool:
+    """True for a scikit-learn IsolationForest (alone or ending a Pipeline)."""
+    try:
+        from sklearn.ensemble import IsolationForest
+    except ImportError:  # pragma: no cover - scikit-learn is a core dependency
+        return False
+    return isinstance(_final_step(model), IsolationForest)
+
+
+def _is_anomaly_model(model) -> bool:
+    """An outlier detector: its predict gives -1/1 labels, its score is what is explained."""
+    est = _final_step(model)
+    return _estimator_type(est) == "outlier_detector" and hasattr(model, "score_samples")
+
+
+def average_path_length(n) -> np.ndarray:
+    """c(n): the average path length of an unsuccessful search in a binary search tree
+    of n points (Liu et al. 2008), as scikit-learn's IsolationForest computes it:
+    0 for n <= 1, 1 for n == 2, ``2 (ln(n - 1) + gamma) - 2 (n - 1) / n`` otherwise."""
+    n = np.asarray(n, dtype=np.float64)
+    out = np.zeros(n.shape)
+    big = n > 2
+    out[n == 2] = 1.0
+    nb = n[big]
+    out[big] = 2.0 * (np.log(nb - 1.0) + np.euler_gamma) - 2.0 * (nb - 1.0) / nb
+    return out
+
+
 def detect_task(model) -> str:
-    """Return ``"regression"``, ``"binary"`` or ``"multiclass"`` for a fitted model."""
+    """Return ``"regression"``, ``"binary"`` or ``"multiclass"`` for a fitted model.
+
+    An outlier detector (IsolationForest...) counts as a regression of its anomaly
+    score. A clustering model, a bare transformer and a multi-output classifier
+    raise :class:`~explainers.errors.InvalidModelError`.
+    """
+    refusal = _unsupervised_refusal(model)
+    if refusal:
+        raise InvalidModelError(refusal)
     classes = getattr(model, "classes_", None)
+    if isinstance(classes, list):  # one array of classes per target column
+        raise InvalidModelError(
+            f"This {type(_final_step(model)).__name__} classifies several target columns at once "
+            "(multi-output classification), which Glassbox does not explain. Fit one classifier "
+            "per target column and explain each."
+        )
     is_clf = False
     try:
         from sklearn.base import is_classifier
@@ -73,6 +173,9 @@ def _offered(model, task: str) -> str:
 
 
 def _check_fitted(model) -> None:
+    refusal = _unsupervised_refusal(model)
+    if refusal:
+        raise InvalidModelError(refusal)
     if not hasattr(model, "predict"):
         raise InvalidModelError(
             f"A {type(model).__name__} object has no 'predict' method, so it cannot be "
@@ -155,13 +258,32 @@ class ModelAdapter:
         :class:`~explainers.errors.InvalidParameterError` naming what it offers;
         nothing is substituted.
     class_index : int, default=None
-        Keep only this output column (a class position in ``classes_``).
+        Keep only this output column: a class position in ``classes_``, or the
+        position of one target of a multi-output regressor.
+    target_names : sequence of str, default=None
+        Names of a multi-output regressor's targets (the columns of its ``y``),
+        used as output names; "output 0", "output 1"... when not given.
     chunk_rows : int, default=65536
         Rows per predict call; bounds memory on large data.
+
+    Notes
+    -----
+    A multi-output regressor (a forest or linear model fitted on a 2-D ``y``,
+    ``MultiOutputRegressor``) has one output column per target, like a
+    multiclass classifier has one per class; ``class_index`` picks one.
+
+    An IsolationForest is explained through its anomaly score, never its -1/1
+    labels: the output is the mean path length ``E[h(x)]`` over its trees
+    (additive over trees, so Tree SHAP explains it exactly; shorter = more
+    anomalous). Its ``score_samples`` is ``-2 ** (-E[h(x)] / c(max_samples))``,
+    a monotone function of it. Other outlier detectors are explained through
+    their ``score_samples`` (lower = more anomalous). Clustering models and bare
+    transformers have no prediction to explain and are refused.
 
     Attributes
     ----------
     task : {"regression", "binary", "multiclass"}
+        An outlier detector's score counts as a regression value.
     classes : ndarray or None
         Class labels, in the model's order.
     n_outputs : int
@@ -177,9 +299,12 @@ class ModelAdapter:
         output: str = "auto",
         class_index: int | None = None,
         *,
+        target_names: Sequence[str] | None = None,
         chunk_rows: int = DEFAULT_CHUNK_ROWS,
     ):
         if isinstance(model, ModelAdapter):
+            if target_names is None:
+                target_names = model.target_names
             model = model.model
         _check_fitted(model)
         if output not in _OUTPUTS:
@@ -208,6 +333,22 @@ class ModelAdapter:
             )
         self.output = output
         self.chunk_rows = int(chunk_rows)
+        self.n_targets = _n_targets(model) if self.task == "regression" else 1
+        self.target_names = None
+        if target_names is not None:
+            names = [str(t) for t in (target_names if not isinstance(target_names, str) else [target_names])]
+            if len(names) != self.n_targets:
+                raise InvalidParameterError(
+                    f"target_names names {len(names)} target(s) but this {type(model).__name__} "
+                    f"predicts {self.n_targets}: give one name per target column, in training order."
+                )
+            self.target_names = names
+        self.explained = None
+        if is_isolation_forest(model):
+            self.explained = ("mean path length E[h(x)] over the trees (shorter = more anomalous; "
+                              "score_samples = -2 ** (-E[h(x)] / c(max_samples)))")
+        elif _is_anomaly_model(model):
+            self.explained = "anomaly score (score_samples; lower = more anomalous)"
         self._fn, n_cols = self._output_function()
         if class_index is not None:
             if not isinstance(class_index, (int, np.integer)) or not 0 <= class_index < n_cols:
@@ -222,8 +363,12 @@ class ModelAdapter:
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
         self._model_wants_names = hasattr(model, "feature_names_in_")
         n_in = getattr(model, "n_features_in_", None)
+        # names made up here (the model recorded none and none were given): the
+        # first data frame's own labels replace them
+        self._placeholder_names = False
         if self.feature_names is None and n_in is not None:
             self.feature_names = [f"x{i}" for i in range(int(n_in))]
+            self._placeholder_names = True
         if (
             self.feature_names is not None
             and n_in is not None
@@ -239,7 +384,22 @@ class ModelAdapter:
         """Return (function from model input to 2-D output, number of columns)."""
         model = self.model
         if self.task == "regression":
-            return (lambda X: np.asarray(model.predict(X), dtype=float).reshape(len(X), -1)), 1
+            if is_isolation_forest(model):
+                return self._path_length_function(), 1
+            if _is_anomaly_model(model):
+                return (lambda X: np.asarray(model.score_samples(X), dtype=float).reshape(-1, 1)), 1
+            k = self.n_targets
+
+            def regress(X):
+                out = np.asarray(model.predict(X), dtype=float).reshape(len(X), -1)
+                if out.shape[1] != k:
+                    raise InvalidModelError(
+                        f"This {type(model).__name__} predicts {out.shape[1]} values per row where "
+                        f"{k} were expected from its fitted attributes; it cannot be explained as is."
+                    )
+                return out
+
+            return regress, k
         k = len(self.classes)
         out = self.output
         if out == "raw" and hasattr(model, "decision_function"):
@@ -257,18 +417,41 @@ class ModelAdapter:
             return log_odds, k
         return (lambda X: np.asarray(model.predict_proba(X), dtype=float)), k
 
+    def _path_length_function(self) -> Callable[[object], np.ndarray]:
+        """IsolationForest: the mean path length E[h(x)], from its own score_samples
+        ``s = -2 ** (-E[h] / c)``, so ``E[h] = -c log2(-s)``."""
+        model = self.model
+        c = float(average_path_length(_final_step(model).max_samples_))
+
+        def path_length(X):
+            s = -np.asarray(model.score_samples(X), dtype=float)
+            return (-c * np.log2(s)).reshape(-1, 1)
+
+        return path_length
+
     @property
     def n_outputs(self) -> int:
         return 1 if self.class_index is not None else self._n_cols
 
     @property
-    def output_names(self) -> list[str]:
+    def all_output_names(self) -> list[str]:
+        """One label per model output column, whatever ``class_index`` keeps."""
+        if self.task == "regression":
+            if self.explained is not None:
+                return ["mean path length" if is_isolation_forest(self.model) else "anomaly score"]
+            if self.n_targets > 1:
+                return list(self.target_names or [f"output {i}" for i in range(self.n_targets)])
+            return list(self.target_names or ["prediction"])
         if self._n_cols == 1:
-            if self.task == "regression":
-                return ["prediction"]
             return [f"margin({self.classes[1]})"]
-        names = [str(c) for c in self.classes]
-        return [names[self.class_index]] if self.class_index is not None else names
+        return [str(c) for c in self.classes]
+
+    @property
+    def output_names(self) -> list[str]:
+        names = self.all_output_names
+        if self.task == "regression" and self.n_targets == 1 and self.target_names is None:
+            return names
+        return [names[self.class_index]] if self.class_index is not None and len(names) > 1 else names
 
     def with_output(self, output: str | None = None, class_index: int | None = -1) -> "ModelAdapter":
         """Return a new adapter over the same model with another output or class."""
@@ -277,26 +460,48 @@ class ModelAdapter:
             feature_names=self.feature_names,
             output=self.output if output is None else output,
             class_index=self.class_index if class_index == -1 else class_index,
+            target_names=self.target_names,
             chunk_rows=self.chunk_rows,
         )
 
     # ------------------------------------------------------------------- inputs
     def to_frame(self, X) -> pd.DataFrame:
-        """Return X as a DataFrame with the model's columns, in the model's order."""
+        """Return X as a DataFrame with the model's columns, in the model's order.
+
+        A data frame's columns are matched by label, compared as text (a frame
+        whose labels are ints or tuples matches names "0" or "('a', 1)"); when
+        its labels do not all match but it has exactly the model's number of
+        columns, they are taken by position. The result's column labels are
+        always the adapter's ``feature_names``.
+        """
         if isinstance(X, pd.DataFrame):
-            if self.feature_names is None:
-                self.feature_names = [str(c) for c in X.columns]
             cols = [str(c) for c in X.columns]
-            if cols != self.feature_names:
-                missing = [f for f in self.feature_names if f not in cols]
-                if missing:
-                    raise InvalidDataError(
-                        f"The data lacks {len(missing)} of the model's columns: "
-                        f"{', '.join(missing[:10])}{' …' if len(missing) > 10 else ''}. "
-                        "Add them, or pick data made for this model."
-                    )
-                X = X.set_axis(cols, axis=1)[self.feature_names]
-            return X
+            if self.feature_names is None or (
+                    self._placeholder_names and len(cols) == len(self.feature_names)
+                    and len(set(cols)) == len(cols)):
+                # a model without recorded names: the first frame names its columns
+                self.feature_names = cols
+                self._placeholder_names = False
+            if list(X.columns) == self.feature_names:
+                return X
+            if cols == self.feature_names:
+                return X.set_axis(cols, axis=1)
+            missing = [f for f in self.feature_names if f not in cols]
+            if not missing and len(set(cols)) == len(cols):
+                return X.set_axis(cols, axis=1)[self.feature_names]
+            if X.shape[1] == len(self.feature_names):
+                # same width, other labels: the columns are the model's, by position
+                return X.set_axis(self.feature_names, axis=1)
+            if missing:
+                raise InvalidDataError(
+                    f"The data lacks {len(missing)} of the model's columns: "
+                    f"{', '.join(missing[:10])}{' …' if len(missing) > 10 else ''}. "
+                    "Add them, or pick data made for this model."
+                )
+            raise InvalidDataError(
+                "The data repeats column labels the model reads "
+                f"({', '.join(sorted({c for c in cols if cols.count(c) > 1})[:10])}); give each column one name."
+            )
         arr = np.asarray(X)
         if arr.ndim == 1:
             arr = arr.reshape(1, -1)

@@ -192,7 +192,9 @@ class _Unfitted(LinearRegression):
 BAD_INPUTS = [
     # (kind, payload factory, kwargs, error, message)
     ("model", lambda m, X: b"", {"filename": "m.skops"}, InvalidModelError, "model file is empty"),
-    ("model", lambda m, X: sio.dumps(m), {"filename": "m.txt"}, InvalidModelError, "'m.txt' is not a model file"),
+    ("model", lambda m, X: sio.dumps(m), {"filename": "m.docx"}, InvalidModelError, "'m.docx' is not a model file"),
+    ("model", lambda m, X: sio.dumps(m), {"filename": "m.txt"}, InvalidModelError,
+     "'m.txt' is not an XGBoost, LightGBM or CatBoost model file"),
     ("model", lambda m, X: b"this is not a zip", {"filename": "m.skops"}, InvalidModelError, "not a readable .skops model"),
     ("model", lambda m, X: sio.dumps({"a": 1}), {"filename": "m.skops"}, InvalidModelError, "holds a dict, not a fitted model"),
     ("model", lambda m, X: sio.dumps(LinearRegression()), {"filename": "m.skops"}, InvalidModelError, "not fitted yet"),

@@ -118,7 +118,7 @@ def test_prediction_is_predict_masked(reg4, cls):
 
 
 def test_nan_not_missing_when_disabled(reg4):
-    """nan_is_missing=False passes NaN to the model (HistGradientBoosting takes it)."""
+    """nan_is_missing=False (and "auto", for a model that takes NaN) passes NaN to the model."""
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     _, bg, X = reg4
@@ -128,7 +128,11 @@ def test_nan_not_missing_when_disabled(reg4):
     res = ExactShap(model, bg).explain(Xn, nan_is_missing=False)
     assert not res.missing.any()
     np.testing.assert_allclose(res.predictions, model.predict(Xn), atol=1e-12)
-    res_m = ExactShap(model, bg).explain(Xn)
+    # the default ("auto"): HistGradientBoosting takes NaN, so the cell stays a value it receives
+    res_a = ExactShap(model, bg).explain(Xn)
+    assert not res_a.missing.any() and res_a.params["nan_is_missing"] is False
+    np.testing.assert_allclose(res_a.values, res.values, atol=1e-12)
+    res_m = ExactShap(model, bg).explain(Xn, nan_is_missing=True)
     assert res_m.missing[0, 0] and res_m.values[0, 0] == 0.0
 
 

@@ -659,7 +659,9 @@ def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, p
         return imp.library_importance(ctx.model, method[len(LIBRARY_METHOD):], feature_names=list(ctx.X.columns))
     (X_tr, y_tr), (X_ho, y_ho) = split_rows(ctx)
     if method == "mdi":
-        return imp.mdi(ctx.model)
+        # a model that recorded no column names: name its importances after the data's columns
+        names = None if hasattr(ctx.model, "steps") else list(ctx.X.columns)
+        return imp.mdi(ctx.model, feature_names=names)
     if method == "oob":
         if y_tr is None:
             raise ExplainerError("Out-of-bag importance needs the target: pick the target column on the Model page.")

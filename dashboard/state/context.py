@@ -137,8 +137,18 @@ def _upload_context(model_bytes, model_name, data_bytes, data_name, target, mode
     return ModelContext(
         name=UPLOADED, title=card["title"], model=model, adapter=adapter, X=ds.X, y=ds.y,
         model_key=model_key, data_key=ds.fingerprint, card=card,
-        notices=list(getattr(model, "notes", ())) + list(ds.notices),
+        notices=list(getattr(model, "notes", ())) + list(ds.notices) + _target_notices(adapter, target),
     )
+
+
+def _target_notices(adapter: ModelAdapter, target: str | None) -> list[str]:
+    """What the user should know about the target of a model with several outputs."""
+    k = getattr(adapter, "n_targets", 1)
+    if k > 1 and target is not None:
+        return [f"This model predicts {k} targets; a score needs all {k} target columns, so the single "
+                f"target column {target!r} gives no score or permutation importance. Pick the output to "
+                "explain in the sidebar."]
+    return []
 
 
 def _model_type(model) -> str:
@@ -350,6 +360,8 @@ def data_score(model_key: str, data_key: str, _ctx_adapter: ModelAdapter, _X: pd
         return None
     X = _X[keep]
     y = y[keep]
+    if _ctx_adapter.task == "regression" and getattr(_ctx_adapter, "n_targets", 1) > 1:
+        return None  # one target column cannot score a model of several targets (said in the notices)
     if _ctx_adapter.task == "regression":
         pred = _ctx_adapter.predict(X)
         return {"name": "R²", "value": float(r2_score(y.astype(float), pred))}

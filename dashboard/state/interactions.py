@@ -87,7 +87,9 @@ def h_rows_used(ctx: ModelContext, n_rows: int) -> int:
 
 def h_class(ctx: ModelContext) -> int | None:
     """The sidebar's class as the H statistic's class_index (None for regression)."""
-    return None if ctx.classes is None else class_index(ctx)
+    from .session import output_choices
+
+    return None if output_choices(ctx) is None else class_index(ctx)
 
 
 # ---------------------------------------------------------- cached results

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 # ----------------------------------------------------------- session-state keys
 ACTIVE = "active_model"  # demo name, or UPLOADED
 UPLOAD = "upload"  # dict: model/data bytes, names, keys, target
-CLASS_INDEX = "class_label"  # the class picked in the sidebar, by its label
+CLASS_INDEX = "class_label"  # the class (or a multi-output regressor's output) picked in the sidebar, by its label
 LAST_ERROR = "model_page_error"
 UPLOADED = "__uploaded__"
 DEFAULT_DEMO = "diabetes_forest"
@@ -279,21 +279,38 @@ def share_in_url(**params) -> None:
 
 
 # -------------------------------------------------------------- class pick
-def class_index(ctx: ModelContext) -> int:
-    """Position of the sidebar's class among the model's classes (0 when none is picked).
+def output_choices(ctx: ModelContext) -> list[str] | None:
+    """What the sidebar's picker offers: the classes of a classifier, the targets of a
+    multi-output regressor (each explained on its own), None for one output."""
+    if ctx.classes is not None:
+        return ctx.classes
+    adapter = ctx.adapter
+    if getattr(adapter, "n_targets", 1) > 1:
+        return [str(n) for n in adapter.all_output_names]
+    return None
 
-    The widget holds the class label, not its position: when the model
-    changes, a label the new model lacks simply falls back to the first class.
+
+def picker_label(ctx: ModelContext) -> str:
+    """"Class" for a classifier, "Output" for a multi-output regressor."""
+    return "Class" if ctx.classes is not None else "Output"
+
+
+def class_index(ctx: ModelContext) -> int:
+    """Position of the sidebar's class (or output) among the model's (0 when none is picked).
+
+    The widget holds the label, not its position: when the model changes, a
+    label the new model lacks simply falls back to the first one.
     """
     label = st.session_state.get(CLASS_INDEX)
-    if ctx.classes is None or label is None:
+    choices = output_choices(ctx)
+    if choices is None or label is None:
         return 0
-    return ctx.classes.index(str(label)) if str(label) in ctx.classes else 0
+    return choices.index(str(label)) if str(label) in choices else 0
 
 
 def pdp_class(ctx: ModelContext) -> int | None:
-    """The sidebar's class for PDP/ALE figures (None for regression)."""
-    return None if ctx.classes is None else class_index(ctx)
+    """The sidebar's class or output for PDP/ALE figures (None for one output)."""
+    return None if output_choices(ctx) is None else class_index(ctx)
 
 
 def shap_class(res, ctx: ModelContext) -> int | None:

@@ -158,7 +158,7 @@ def _adapter(model, class_index) -> ModelAdapter:
     ):
         raise param_error("class_index", "h_statistic", "None or an int", class_index)
     base = model if isinstance(model, ModelAdapter) else ModelAdapter(model)
-    if base.task == "regression":
+    if base.task == "regression" and base.n_targets == 1:
         if class_index not in (None, 0):
             raise param_error("class_index", "h_statistic", "None for a regression model",
                               class_index)
@@ -170,6 +170,12 @@ def _adapter(model, class_index) -> ModelAdapter:
             return base
         if base.task == "binary":
             class_index = 1  # the positive class
+        elif base.task == "regression":  # a multi-output regressor
+            targets = ", ".join(f"{i}: {c}" for i, c in enumerate(base.all_output_names))
+            raise InvalidParameterError(
+                f"h_statistic studies one output at a time; this model predicts {base.n_targets} "
+                f"targets ({targets}). Pass class_index=<position> to pick the target to study."
+            )
         else:
             classes = ", ".join(f"{i}: {c}" for i, c in enumerate(base.classes))
             raise InvalidParameterError(

@@ -584,6 +584,13 @@ def _choose_method(adapter: ModelAdapter, frame: pd.DataFrame, kinds, grids, met
             f"method={method!r} does not apply here: {reason}. Use method='brute' "
             "(or 'auto')."
         )
+    if method == "recursion" and getattr(adapter.model, "_fitted_with_sw", False):
+        # HistGradientBoosting's node counts ignore the weights, so the recursion's
+        # cover-weighted average would be off (scikit-learn refuses it too)
+        raise InvalidParameterError(
+            "method='recursion' ignores the sample weights this model was fitted with (its trees "
+            "keep unweighted sample counts); use method='tree' or 'brute'."
+        )
     return ("brute" if plan is None else ("tree" if method == "auto" else method)), plan
 
 
@@ -648,7 +655,9 @@ def _center(ice, avg, n_features: int):
 
 def _raw_output_names(adapter: ModelAdapter, ens) -> list[str]:
     if adapter.task == "regression":
-        return ["log(prediction)"] if ens.transform == "exp" else ["prediction"]
+        if ens.n_raw > 1:  # a multi-output regressor: one column per target
+            return list(adapter.all_output_names)
+        return ["log(prediction)"] if ens.transform == "exp" else list(adapter.all_output_names)
     classes = [str(c) for c in adapter.classes]
     if ens.transform == "sigmoid":
         return [f"log-odds({classes[1]})"]

@@ -175,6 +175,12 @@ def oob_permutation_importance(
     max_cells = check_int(max_cells, "max_cells", func, 1)
     progress = check_progress(progress, func)
     adapter = ModelAdapter(forest)
+    if adapter.task == "regression" and adapter.n_targets > 1:
+        raise InvalidModelError(
+            f"This {type(forest).__name__} predicts {adapter.n_targets} targets at once; out-of-bag "
+            "importance scores one prediction against one target column. Use mean |SHAP| for one "
+            "output, or fit one model per target."
+        )
     frame = check_X(adapter, X, func)
     n = len(frame)
     _check_training_rows(est, n)

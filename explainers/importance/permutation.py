@@ -14,10 +14,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..errors import InvalidDataError, param_error
+from ..errors import InvalidDataError, InvalidModelError, param_error
 from ..model import ModelAdapter, detect_task
 from ..trees import tree_families
-from ._common import DEFAULT_MAX_CELLS, Progress, check_int, check_progress, check_X, check_y, stack_copies
+from ._common import (DEFAULT_MAX_CELLS, Progress, check_int, check_progress, check_X, check_y, missing_target,
+                      rows_left_out_note, stack_copies)
 from .result import ImportanceResult, make_result
 from .scoring import Scorer
 
@@ -53,7 +54,10 @@ def permutation_importance(
     X : DataFrame or array-like of shape (n_samples, n_features)
         Rows the model did not train on, ideally.
     y : array-like of shape (n_samples,)
-        Their true target values (class labels for classifiers).
+        Their true target values (class labels for classifiers). Rows whose
+        target is empty (NaN, None, blank text) are left out before anything is
+        drawn or scored; ``params["n_rows_left_out"]`` and the description say
+        how many.
     n_repeats : int, default=5
         Shuffles per feature.
     scoring : str, callable or None, default=None
@@ -79,7 +83,7 @@ def permutation_importance(
     Raises
     ------
     InvalidDataError
-        If y is missing, of the wrong length or of the wrong kind.
+        If y is missing, empty in every row, of the wrong length or of the wrong kind.
     InvalidParameterError
         If an option is out of range.
 
@@ -110,10 +114,26 @@ def permutation_importance(
     max_cells = check_int(max_cells, "max_cells", func, 1)
     progress = check_progress(progress, func)
     adapter = ModelAdapter(model)
+    if adapter.task == "regression" and adapter.n_targets > 1:
+        raise InvalidModelError(
+            f"This {type(adapter.model).__name__} predicts {adapter.n_targets} targets at once; permutation "
+            "importance scores one prediction against one target column. Use mean |SHAP| for one "
+            "output, or fit one model per target."
+        )
     frame = check_X(adapter, X, func)
+    n_given = len(frame)
+    y_arr = check_y(y, n_given, adapter.task, adapter.classes, func, allow_missing=True)
+    sw = _check_sample_weight(sample_weight, n_given)
+    # rows without a true value cannot be scored: leave them out, and say so
+    keep = ~missing_target(y_arr)
+    n_left_out = n_given - int(keep.sum())
+    if n_left_out:
+        frame = frame[keep].reset_index(drop=True)
+        y_arr = y_arr[keep]
+        sw = None if sw is None else sw[keep]
+        X = X[keep] if isinstance(X, pd.DataFrame) else np.asarray(X)[keep]
+        check_X(adapter, frame, func)
     n = len(frame)
-    y_arr = check_y(y, n, adapter.task, adapter.classes, func)
-    sw = _check_sample_weight(sample_weight, n)
     m = _rows_drawn(max_samples, n, func)
 
     rows, perms = _draw_shuffles(random_state, n, m, n_repeats)
@@ -132,11 +152,14 @@ def permutation_importance(
         "max_samples": max_samples,
         "baseline_score": baseline,
         "n_rows": n,
+        "n_rows_left_out": n_left_out,
     }
     desc = (
         f"Permutation importance: how much {scorer.name} drops when a feature's values are "
         f"shuffled among the rows given ({n_repeats} shuffles per feature)."
     )
+    if n_left_out:
+        desc += " " + rows_left_out_note(n_left_out, n_given)
     return make_result(adapter.feature_names, baseline - scores, "permutation", params, desc)
 
 

@@ -226,7 +226,9 @@ class TreeShap:
     def supports(model) -> bool:
         """True if TreeShap can take this model (used by :func:`~explainers.shap.explain`)."""
         est = model.model if isinstance(model, ModelAdapter) else model
-        return is_tree_model(est) and getattr(est, "n_outputs_", 1) == 1
+        # multi-output regressors flatten to one raw column per target; multi-output
+        # classifiers (a list of class arrays) are refused by the adapter
+        return is_tree_model(est) and not isinstance(getattr(est, "classes_", None), list)
 
     @staticmethod
     def _adapter_output(est, ens: TreeEnsemble, output: str) -> str:

@@ -27,7 +27,10 @@ def _sk_tree_arrays(tree, column: int | None, n_raw: int):
     missing = getattr(t, "missing_go_to_left", None)
     missing = np.zeros(len(left), np.uint8) if missing is None else np.asarray(missing, np.uint8)
     v = np.asarray(t.value, dtype=np.float64)  # (n_nodes, n_outputs, max_classes)
-    if column is None:
+    if column is None and v.shape[1] > 1:
+        # a multi-output regression tree: one raw column per target
+        value = v[:, :n_raw, 0].copy()
+    elif column is None:
         value = v[:, 0, :n_raw].copy()
     else:
         value = np.zeros((len(left), n_raw))
@@ -120,7 +123,8 @@ def _link_transform(model) -> str:
 
 
 def tree_families() -> dict:
-    """scikit-learn's tree model classes by family: tree, forest, gb (GradientBoosting), hgb."""
+    """scikit-learn's tree model classes by family: tree, forest, gb (GradientBoosting),
+    hgb, iforest (IsolationForest)."""
     from sklearn.ensemble import (
         ExtraTreesClassifier,
         ExtraTreesRegressor,
@@ -128,6 +132,7 @@ def tree_families() -> dict:
         GradientBoostingRegressor,
         HistGradientBoostingClassifier,
         HistGradientBoostingRegressor,
+        IsolationForest,
         RandomForestClassifier,
         RandomForestRegressor,
     )
@@ -138,6 +143,7 @@ def tree_families() -> dict:
         forest=(RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor),
         gb=(GradientBoostingClassifier, GradientBoostingRegressor),
         hgb=(HistGradientBoostingClassifier, HistGradientBoostingRegressor),
+        iforest=(IsolationForest,),
     )
 
 
@@ -148,7 +154,7 @@ def is_sklearn_tree_model(model) -> bool:
     steps change the inputs the trees see.
     """
     fam = tree_families()
-    return isinstance(model, fam["tree"] + fam["forest"] + fam["gb"] + fam["hgb"])
+    return isinstance(model, fam["tree"] + fam["forest"] + fam["gb"] + fam["hgb"] + fam["iforest"])
 
 
 def fitted_trees(model):
@@ -170,30 +176,39 @@ def flatten_sklearn(model) -> TreeEnsemble:
     ----------
     model : estimator
         A fitted DecisionTree*/ExtraTree* , RandomForest*, ExtraTrees*,
-        GradientBoosting* (constant or zero ``init``) or HistGradientBoosting*
-        (with or without categorical features) model with a single output.
+        GradientBoosting* (constant or zero ``init``), HistGradientBoosting*
+        (with or without categorical features) or IsolationForest model.
+        Regression trees and forests may have several outputs (fitted on a 2-D
+        ``y``): the ensemble then has one raw column per target, and every tree
+        contributes a whole value row to them, so each target is explained
+        exactly as a single-output model would be.
 
     Returns
     -------
     TreeEnsemble
+        For an IsolationForest, the raw output is the mean path length
+        ``E[h(x)]`` (see :func:`_isolation_forest`).
 
     Raises
     ------
     InvalidModelError
-        For a multi-output model, GradientBoosting with a
-        non-constant ``init`` estimator, or an output link without a transform here.
+        For a multi-output classifier, GradientBoosting with a non-constant
+        ``init`` estimator, or an output link without a transform here.
     """
     name = type(model).__name__
-    if getattr(model, "n_outputs_", 1) != 1:
-        raise InvalidModelError(
-            f"This {name} has {model.n_outputs_} outputs; only single-output models can be "
-            "flattened. Explain one output at a time with a single-output model."
-        )
     fam = tree_families()
+    if getattr(model, "n_outputs_", 1) != 1 and (
+            isinstance(getattr(model, "classes_", None), list) or not isinstance(model, fam["tree"] + fam["forest"])):
+        raise InvalidModelError(
+            f"This {name} classifies {model.n_outputs_} target columns at once; multi-output "
+            "classifiers are not explained. Fit one classifier per target column."
+        )
     if isinstance(model, fam["tree"] + fam["forest"]):
         read = _forest
     elif isinstance(model, fam["gb"]):
         read = _gradient_boosting
+    elif isinstance(model, fam["iforest"]):
+        read = _isolation_forest
     else:
         read = _hist_gradient_boosting
     parts, tree_output, ensemble = read(model, name)
@@ -206,7 +221,7 @@ def _forest(model, name):
     from sklearn.base import is_classifier
 
     trees = [model] if isinstance(model, tree_families()["tree"]) else list(model.estimators_)
-    n_raw = int(model.n_classes_) if is_classifier(model) else 1
+    n_raw = int(model.n_classes_) if is_classifier(model) else int(getattr(model, "n_outputs_", 1))
     parts = [_sk_tree_arrays(est.tree_, None, n_raw) for est in trees]
     ensemble = dict(base=np.zeros(n_raw), scale=1.0 / len(trees), transform="identity", float32_inputs=True)
     return parts, [-1] * len(trees), ensemble
@@ -258,3 +273,55 @@ def _hist_gradient_boosting(model, name):
             tree_output.append(k if n_raw > 1 else -1)
     ensemble = dict(base=base, scale=1.0, transform=transform, float32_inputs=False, categories=categories)
     return parts, tree_output, ensemble
+
+
+def _isolation_forest(model, name):
+    """IsolationForest: the mean path length ``E[h(x)]`` over its trees.
+
+    scikit-learn scores a row by ``score_samples(x) = -2 ** (-E[h(x)] / c(max_samples))``,
+    where ``h`` is a tree's path length: the depth of the leaf the row reaches
+    plus ``c(n)``, the average path length of the ``n`` training samples left
+    unseparated in that leaf (``c`` from :func:`explainers.model.average_path_length`).
+    Each node's value is therefore ``depth + c(n_node_samples)``, and with scale
+    ``1 / n_trees`` the raw output is ``E[h(x)]``: a sum over trees, which Tree
+    SHAP and the tree PD walk explain exactly (shorter = more anomalous). Trees
+    grown on a subset of the features (``max_features < 1``) read the model's
+    columns through ``estimators_features_``.
+    """
+    from ..model import average_path_length
+
+    n_in = int(model.n_features_in_)
+    parts = []
+    for est, cols in zip(model.estimators_, model.estimators_features_):
+        feature, threshold, left, right, missing, _, cover, depth = _sk_tree_arrays(est.tree_, None, 1)
+        cols = np.asarray(cols, np.int64)
+        inner = feature >= 0
+        if inner.any() and (feature[inner].max() >= len(cols) or cols.min() < 0 or cols.max() >= n_in):
+            raise InvalidModelError(
+                f"{name}: a tree splits on a feature outside its feature subset; the model is damaged."
+            )
+        feature = np.where(inner, cols[np.maximum(feature, 0)] if len(cols) else -1, -1)
+        node_depth = _node_depths(left, right)
+        n_samples = np.asarray(est.tree_.n_node_samples, np.float64)
+        value = (node_depth + average_path_length(n_samples)).reshape(-1, 1)
+        parts.append((feature, threshold, left, right, missing, value, cover, depth))
+    ensemble = dict(base=np.zeros(1), scale=1.0 / len(parts), transform="identity", float32_inputs=True)
+    return parts, [-1] * len(parts), ensemble
+
+
+def _node_depths(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Depth of every node of one tree (root 0), from its child arrays. Nodes come
+    after their parent in scikit-learn's arrays; a damaged tree is caught by the
+    structure check of :func:`~explainers.trees.ensemble.assemble`, so nodes that
+    are never reached keep depth 0 here."""
+    depth = np.zeros(len(left), np.float64)
+    order = [0] if len(left) else []
+    while order:
+        nxt = []
+        for node in order:
+            for child in (left[node], right[node]):
+                if 0 <= child < len(left) and child != node and depth[child] == 0:
+                    depth[child] = depth[node] + 1
+                    nxt.append(int(child))
+        order = nxt
+    return depth

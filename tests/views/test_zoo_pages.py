@@ -1,0 +1,140 @@
+"""The rest of the model zoo on the dashboard's pages (issue #13, point 6), through AppTest.
+
+- a multi-output regressor gets an "Output" picker in the sidebar (where a
+  classifier has its class picker), and every page explains the picked output;
+- an IsolationForest's pages explain its mean path length, and say so;
+- a model fitted on a numpy array is matched to the file's columns by position;
+- a clustering model is refused at upload with a message, not a traceback.
+"""
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+
+from dashboard import state
+from tests.plotly_json import array, figures
+from tests.views._app import open_page
+
+PAGES = ["views/pdp.py", "views/shap.py", "views/importance.py", "views/whatif.py", "views/interactions.py",
+         "views/report.py"]
+
+
+def _data(n=160, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"a": rng.uniform(0, 1, n), "b": rng.uniform(0, 1, n), "c": rng.normal(size=n),
+                      "d": rng.integers(0, 5, n).astype(float)})
+    y1 = 3 * X.a + X.b ** 2 + 0.1 * rng.normal(size=n)
+    y2 = -2 * X.c + X.d
+    return X, y1, y2
+
+
+def _upload(model, data: pd.DataFrame, target: str | None, page: str | None = None, expect_error=False):
+    at = open_page(timeout=180)
+    at.file_uploader(key=state.MODEL_FILE).set_value(("zoo.skops", sio.dumps(model), "application/octet-stream"))
+    at.file_uploader(key=state.DATA_FILE).set_value(("zoo.csv", data.to_csv(index=False).encode(), "text/csv"))
+    at.run()
+    at.selectbox(key=state.TARGET_COL).set_value(target or state.NO_TARGET).run()
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    if expect_error:
+        return at
+    assert not at.error, [e.value for e in at.error]
+    if page:
+        at.switch_page(page).run()
+        assert not at.exception, at.exception
+    return at
+
+
+@pytest.fixture(scope="module")
+def multi_forest():
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y1, y2 = _data()
+    model = RandomForestRegressor(12, max_depth=4, random_state=0).fit(X, np.column_stack([y1, y2]))
+    return model, X.assign(y1=y1)
+
+
+def test_multi_output_sidebar_offers_outputs(multi_forest):
+    model, data = multi_forest
+    at = _upload(model, data, None, page="views/pdp.py")
+    picker = at.sidebar.selectbox(key=state.CLASS_INDEX)
+    assert picker.label == "Output"
+    assert list(picker.options) == ["output 0", "output 1"]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_multi_output_pages_follow_the_output(multi_forest, page):
+    model, data = multi_forest
+    at = _upload(model, data, None, page=page)
+    assert not at.error, [e.value for e in at.error]
+    before = [f for f in figures(at)]
+    at.sidebar.selectbox(key=state.CLASS_INDEX).set_value("output 1").run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    after = [f for f in figures(at)]
+    if page != "views/report.py":  # the report draws its figures when asked to
+        assert after, f"{page} draws no figure for output 1"
+    if page == "views/pdp.py":  # the curves are those of the other target
+        assert before != after
+
+
+def test_multi_output_pdp_is_the_picked_outputs(multi_forest):
+    from explainers.pdp import partial_dependence
+
+    model, data = multi_forest
+    at = _upload(model, data, None, page="views/pdp.py")
+    at.sidebar.selectbox(key=state.CLASS_INDEX).set_value("output 1").run()
+    shown = figures(at)[0]
+    ys = [np.asarray(array(t["y"]), float).ravel() for t in shown["data"] if t.get("y") is not None]
+    X = data.drop(columns="y1")
+    feature = at.selectbox(key="pdp_f1").value
+    ref = partial_dependence(model, X, [feature], grid_resolution=40, class_index=1, kind="average")
+    assert any(len(y) == len(ref.average) and np.allclose(y, ref.average, atol=1e-9) for y in ys)
+
+
+def test_multi_output_with_one_target_skips_the_score(multi_forest):
+    model, data = multi_forest
+    at = _upload(model, data, "y1", page="views/model.py")
+    assert not at.error, [e.value for e in at.error]
+    text = " ".join(x.value for kind in ("caption", "markdown", "info", "warning") for x in getattr(at, kind))
+    assert "a score needs all 2 target columns" in text
+    assert "R²" not in text
+
+
+@pytest.fixture(scope="module")
+def iforest():
+    from sklearn.ensemble import IsolationForest
+
+    X, _, _ = _data()
+    return IsolationForest(n_estimators=25, max_samples=64, random_state=0).fit(X), X
+
+
+@pytest.mark.parametrize("page", ["views/pdp.py", "views/shap.py", "views/whatif.py"])
+def test_isolation_forest_pages_explain_path_length(iforest, page):
+    model, X = iforest
+    at = _upload(model, X, None, page=page)
+    assert not at.error, [e.value for e in at.error]
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "mean path length" in captions
+    assert figures(at)
+
+
+def test_numpy_fitted_model_reads_columns_by_position():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    X, y1, _ = _data()
+    model = GradientBoostingRegressor(n_estimators=20, max_depth=2, random_state=0).fit(X.to_numpy(), y1)
+    for page in ("views/pdp.py", "views/shap.py", "views/importance.py"):
+        at = _upload(model, X.assign(y1=y1), "y1", page=page)
+        assert not at.error, [e.value for e in at.error]
+        assert figures(at)
+
+
+def test_clusterer_upload_is_refused_with_a_message():
+    from sklearn.cluster import KMeans
+
+    X, _, _ = _data()
+    at = _upload(KMeans(3, n_init=2, random_state=0).fit(X), X, None, expect_error=True)
+    errors = " ".join(e.value for e in at.error)
+    assert "clustering model" in errors
