@@ -142,16 +142,23 @@ def test_mdi_hist_gradient_boosting_from_split_gains(cls, friedman, multiclass):
     assert res.raw.shape == (X.shape[1], n_trees)
 
 
-def test_mdi_pipeline_uses_transformed_feature_names():
+def test_mdi_pipeline_names_the_input_columns():
+    """A one-hot group is one feature: MDI names the data's columns (summed over what each is made into);
+    with explicit feature_names the transformed columns stay as they are."""
     X = pd.DataFrame({"num": np.arange(60.0) % 7, "cat": list("abc") * 20})
     y = X["num"] * 2 + (X["cat"] == "b")
     pipe = make_pipeline(
         ColumnTransformer([("oh", OneHotEncoder(), ["cat"])], remainder="passthrough"),
         RandomForestRegressor(n_estimators=5, random_state=0),
     ).fit(X, y)
+    fi = pipe[-1].feature_importances_  # oh__cat_a, oh__cat_b, oh__cat_c, remainder__num
     res = mdi(pipe)
-    assert res.feature_names == ["oh__cat_a", "oh__cat_b", "oh__cat_c", "remainder__num"]
-    np.testing.assert_allclose(res.importances, pipe[-1].feature_importances_, rtol=1e-12)
+    assert res.feature_names == ["num", "cat"]
+    np.testing.assert_allclose(res.importances, [fi[3], fi[:3].sum()], rtol=1e-12)
+    names = ["oh__cat_a", "oh__cat_b", "oh__cat_c", "remainder__num"]
+    res = mdi(pipe, feature_names=names)
+    assert res.feature_names == names
+    np.testing.assert_allclose(res.importances, fi, rtol=1e-12)
 
 
 # ------------------------------------------------------------------ out-of-bag rows

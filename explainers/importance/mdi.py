@@ -91,7 +91,28 @@ def mdi(model, *, feature_names: Sequence[str] | None = None) -> ImportanceResul
         raw, importances = _hist_gradient_boosting_mdi(est, p)
         if importances is not None:
             params["source"] = "split gains"
+    if preprocessor is not None and feature_names is None:
+        names, raw, importances = _by_input_column(model, names, raw, importances, params)
     return make_result(names, raw, "mdi", params, desc, importances=importances)
+
+
+def _by_input_column(pipeline, names, raw, importances, params):
+    """A pipeline whose preprocessing is column-wise: each input column gets the sum
+    over the columns made from it (a one-hot group is one feature), so MDI names the
+    data's own columns as every other method does. Otherwise unchanged."""
+    from ..trees.pipeline import is_foldable_pipeline, original_groups
+
+    try:
+        if not is_foldable_pipeline(pipeline):
+            return names, raw, importances
+        groups = original_groups(pipeline)
+    except Exception:  # noqa: BLE001 - not traceable: keep the transformed columns
+        return names, raw, importances
+    inputs = getattr(pipeline, "feature_names_in_", None)
+    inputs = [str(n) for n in inputs] if inputs is not None else [f"x{j}" for j in range(len(groups))]
+    pick = lambda a: np.array([a[g].sum(axis=0) if g else np.zeros(a.shape[1:]) for g in groups])  # noqa: E731
+    params["columns"] = "input columns (sums over the columns each one is made into)"
+    return inputs, pick(raw), None if importances is None else pick(importances)
 
 
 def _check_tree_model(est, fam) -> None:
@@ -186,14 +207,21 @@ def _hist_gradient_boosting_mdi(est, p: int):
         raise InvalidModelError(
             f"This {type(est).__name__} has no trees to read (no '_predictors'): fit it first."
         )
+    from ..trees.sklearn import _hgb_categories
+
+    # with categorical features the predictors read the internal encoder's columns
+    # (categorical ones first): map them back to the model's input columns
+    cat_info, _ = _hgb_categories(est)
+    to_original = None if cat_info is None else np.asarray(cat_info[0], np.intp)
     gains = []
     for stage in est._predictors:
         for pred in stage:
             nodes = pred.nodes
             split = ~nodes["is_leaf"].astype(bool)
+            idx = nodes["feature_idx"][split].astype(np.intp)
             gains.append(
                 np.bincount(
-                    nodes["feature_idx"][split].astype(np.intp),
+                    idx if to_original is None else to_original[idx],
                     weights=nodes["gain"][split].astype(float),
                     minlength=p,
                 )[:p]
