@@ -837,7 +837,7 @@ def _importance_sections(ctx: ModelContext, bar) -> tuple[list, list[str]]:
                            f"apply ({why}).")
     else:
         if skipped:
-            notices.append(f"Left out of the importance comparison: {why}.")
+            notices.append(f"Left out of the importance comparison: {why.rstrip('.')}.")
         try:
             comp = comparison(ctx.model_key, ctx.data_key, tuple(r.label for r in results), results, ctx.X)
             return [report.Section("Variable importance, compared",

@@ -358,12 +358,13 @@ def data_score(model_key: str, data_key: str, _ctx_adapter: ModelAdapter, _X: pd
     keep = y.notna().to_numpy()
     if keep.sum() < 2:
         return None
+    rows = {"n_rows": int(keep.sum()), "n_left_out": int((~keep).sum())}
     X = _X[keep]
     y = y[keep]
     if _ctx_adapter.task == "regression" and getattr(_ctx_adapter, "n_targets", 1) > 1:
         return None  # one target column cannot score a model of several targets (said in the notices)
     if _ctx_adapter.task == "regression":
         pred = _ctx_adapter.predict(X)
-        return {"name": "R²", "value": float(r2_score(y.astype(float), pred))}
+        return {"name": "R²", "value": float(r2_score(y.astype(float), pred)), **rows}
     pred = _ctx_adapter.predict_labels(X)
-    return {"name": "accuracy", "value": float(accuracy_score(y.astype(str), pred.astype(str)))}
+    return {"name": "accuracy", "value": float(accuracy_score(y.astype(str), pred.astype(str))), **rows}

@@ -23,8 +23,11 @@ if metric:
 elif ctx.y is not None:
     score = state.data_score(ctx.model_key, ctx.data_key, ctx.adapter, ctx.X, ctx.y)
     if score:
+        left_out = score.get("n_left_out", 0)  # rows with an empty target are not scored
         st.markdown(f"**{score['name']} on the uploaded data:** {score['value']:.3f} "
-                    "(held out only if these rows were not used for training)")
+                    + (f"on the {score['n_rows']:,} rows with a target ({left_out:,} with an empty target "
+                       "left out) " if left_out else "")
+                    + "(held out only if these rows were not used for training)")
 else:
     st.caption("No target column was given, so no score is shown.")
 for notice in ctx.notices:

@@ -20,6 +20,8 @@ __all__ = [
     "split_pipeline",
     "check_X",
     "check_y",
+    "missing_target",
+    "rows_left_out_note",
     "check_int",
     "check_progress",
     "stack_copies",
@@ -53,8 +55,37 @@ def check_X(adapter: ModelAdapter, X, func: str) -> pd.DataFrame:
     return frame
 
 
-def check_y(y, n_rows: int, task: str, classes, func: str) -> np.ndarray:
-    """Validate the target once at the entry point; return a 1-D array."""
+def missing_target(y) -> np.ndarray:
+    """Boolean mask of the empty target cells: NaN, None, pd.NA, or blank text.
+
+    A CSV with a blank cell in the target column gives NaN there (or an empty
+    string in a text column read as such); those rows have no true value to score.
+    """
+    arr = np.asarray(y, dtype=object) if not isinstance(y, np.ndarray) else y
+    if arr.dtype.kind in "biuc":
+        return np.zeros(arr.shape, dtype=bool)
+    if arr.dtype.kind in "fm":
+        return np.isnan(arr) if arr.dtype.kind == "f" else np.isnat(arr)
+    mask = np.asarray(pd.isna(arr), dtype=bool)
+    if arr.dtype.kind in "OUS":
+        mask |= np.fromiter((isinstance(v, str) and not v.strip() for v in arr.ravel()), bool,
+                            count=arr.size).reshape(arr.shape)
+    return mask
+
+
+def rows_left_out_note(n_left_out: int, n_rows: int) -> str:
+    """The sentence that says how many rows were left out for an empty target."""
+    return (f"{n_left_out:,} of {n_rows:,} rows left out: the target is empty there, so there is "
+            "no true value to score them against.")
+
+
+def check_y(y, n_rows: int, task: str, classes, func: str, *, allow_missing: bool = False) -> np.ndarray:
+    """Validate the target once at the entry point; return a 1-D array.
+
+    With ``allow_missing`` empty target cells (see :func:`missing_target`) are
+    kept in the returned array, for the caller to leave those rows out; only the
+    other values are checked. Without it they are an error.
+    """
     if y is None:
         raise InvalidDataError(
             f"{func} needs the target y (the true values for the rows of X) to score the "
@@ -77,9 +108,29 @@ def check_y(y, n_rows: int, task: str, classes, func: str) -> np.ndarray:
         raise InvalidDataError(
             f"y has {len(arr)} values but X has {n_rows} rows; pass the target of the same rows."
         )
+    empty = missing_target(arr)
+    n_empty = int(empty.sum())
+    if n_empty == n_rows:
+        raise InvalidDataError(
+            f"The target is empty in every row ({n_rows:,}), so {func} has no true values to score "
+            "the model against. Pick the column that holds the true values."
+        )
+    if n_empty and not allow_missing:
+        raise InvalidDataError(
+            f"The target is empty in {n_empty:,} of {n_rows:,} rows; {func} needs a true value "
+            "for every row it uses. Drop those rows, or use permutation_importance, which "
+            "leaves them out."
+        )
+    if not n_empty:
+        if task == "regression":
+            return _check_regression_target(arr)
+        return _check_class_labels(arr, classes)
     if task == "regression":
-        return _check_regression_target(arr)
-    return _check_class_labels(arr, classes)
+        out = np.full(n_rows, np.nan)
+        out[~empty] = _check_regression_target(arr[~empty]).astype(float)
+        return out
+    _check_class_labels(arr[~empty], classes)
+    return arr
 
 
 def _check_regression_target(arr: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from .data import (
     load_data,
     peek_columns,
 )
-from .models import MODEL_SUFFIXES, SKOPS_ALLOWED_TYPES, load_model
+from .models import MODEL_SUFFIXES, SKOPS_ALLOWED_FUNCTIONS, SKOPS_ALLOWED_TYPES, load_model
 from .skops_archive import check_skops_archive
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "Dataset",
     "fingerprint",
     "SKOPS_ALLOWED_TYPES",
+    "SKOPS_ALLOWED_FUNCTIONS",
     "MODEL_SUFFIXES",
     "DATA_SUFFIXES",
     "expected_features",

@@ -46,51 +46,94 @@ def expected_features(model) -> list[str] | None:
 
 
 def categorical_features(model) -> set[str]:
-    """Columns a Pipeline / ColumnTransformer routes to an encoder, so text is allowed there."""
+    """The data's columns where the model accepts text: the columns it encodes itself.
+
+    Asks the model rather than guessing from the data. Looks through
+    a :class:`~sklearn.compose.TransformedTargetRegressor` (at its fitted
+    ``regressor_``), Pipelines (nested too: the first step sees the data's
+    columns; a SimpleImputer before an encoder keeps them), ColumnTransformers
+    (with the column lists of the fitted ``transformers_``, so a
+    ``make_column_selector`` counts by the columns it picked when fitted),
+    encoders and vectorizers (OneHot, Ordinal, Target, ...), HistGradientBoosting's
+    categorical features and the boosting libraries' categorical columns.
+    """
     found: set[str] = set()
     try:
-        from sklearn.compose import ColumnTransformer
+        from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+        from sklearn.impute import SimpleImputer
         from sklearn.pipeline import Pipeline
     except ImportError:  # pragma: no cover
         return found
 
-    def visit(est):
-        if isinstance(est, Pipeline):
+    def own_names(est, names):
+        fitted = getattr(est, "feature_names_in_", None)
+        if fitted is not None:
+            return [str(c) for c in fitted]
+        return None if names is None else list(names)
+
+    def visit(est, names):
+        """Add the columns (of ``names``, the columns ``est`` receives) where ``est`` takes text."""
+        if isinstance(est, TransformedTargetRegressor):
+            visit(getattr(est, "regressor_", est.regressor), own_names(est, names))
+        elif isinstance(est, Pipeline):
+            cur = own_names(est, names)
             for _, step in est.steps:
-                visit(step)
-        elif isinstance(est, ColumnTransformer):
-            transformers = getattr(est, "transformers_", est.transformers)
-            for _, trans, cols in transformers:
-                if trans in ("drop", "passthrough"):
+                if step is None or (isinstance(step, str) and step == "passthrough"):
                     continue
-                names = type(trans).__name__
-                inner = trans
-                if isinstance(trans, Pipeline):
-                    names = " ".join(type(s).__name__ for _, s in trans.steps)
-                if "Encoder" in names or "Vectorizer" in names:
-                    if isinstance(cols, str):
-                        cols = [cols]
-                    for c in np.atleast_1d(cols).tolist():
-                        if isinstance(c, str):
-                            found.add(c)
-                        elif hasattr(est, "feature_names_in_") and isinstance(c, (int, np.integer)):
-                            found.add(str(est.feature_names_in_[c]))
-                visit(inner)
-        elif type(est).__name__.endswith("Encoder") and hasattr(est, "feature_names_in_"):
-            found.update(str(c) for c in est.feature_names_in_)
+                visit(step, cur)
+                # an imputer keeps each column in its place (text stays text with
+                # strategy "most_frequent" / "constant"); any other step changes the columns
+                if not isinstance(step, SimpleImputer):
+                    break
+        elif isinstance(est, ColumnTransformer):
+            cur = own_names(est, names)
+            for _, trans, cols in getattr(est, "transformers_", est.transformers):
+                if isinstance(trans, str):  # "drop" / "passthrough": the final model gets the column
+                    continue
+                sub = _column_names(cols, cur)
+                if sub:
+                    visit(trans, sub)
+        elif type(est).__name__.endswith(("Encoder", "Vectorizer")):
+            cols = own_names(est, names)
+            if cols is not None:
+                found.update(cols)
         elif hasattr(est, "ensemble") and hasattr(est, "library"):  # a boosting library's file
-            names = getattr(est, "feature_names_in_", None)
+            cols = own_names(est, names)
             for j, cats in enumerate(est.ensemble.categories):
-                if cats is not None and names is not None:
-                    found.add(str(names[j]))
+                if cats is not None and cols is not None and j < len(cols):
+                    found.add(str(cols[j]))
         elif type(est).__name__.startswith("HistGradientBoosting"):
             cats = getattr(est, "is_categorical_", None)
-            names = getattr(est, "feature_names_in_", None)
-            if cats is not None and names is not None:
-                found.update(str(n) for n, c in zip(names, cats) if c)
+            cols = own_names(est, names)
+            if cats is not None and cols is not None:
+                found.update(str(n) for n, c in zip(cols, cats) if c)
 
-    visit(model)
+    visit(model, None)
     return found
+
+
+def _column_names(cols, names) -> list[str]:
+    """A ColumnTransformer's column spec as column names (``names``: the columns it receives).
+
+    The fitted ``transformers_`` hold names, positions, a boolean mask or a slice;
+    a callable (a ``make_column_selector`` of an unfitted transformer) says nothing
+    until fitted, so it gives no columns.
+    """
+    if callable(cols) or cols is None:
+        return []
+    if isinstance(cols, slice):
+        by_label = isinstance(cols.start, str) or isinstance(cols.stop, str)
+        return [] if names is None or by_label else list(names[cols])
+    if isinstance(cols, (str, int, np.integer)):
+        cols = [cols]
+    arr = np.asarray(list(cols) if not isinstance(cols, np.ndarray) else cols)
+    if arr.size == 0:
+        return []
+    if arr.dtype == bool:
+        return [] if names is None else [names[i] for i in np.flatnonzero(arr) if i < len(names)]
+    if np.issubdtype(arr.dtype, np.integer):
+        return [] if names is None else [names[i] for i in arr.tolist() if -len(names) <= i < len(names)]
+    return [str(c) for c in arr.tolist()]
 
 
 def parquet_schema(source, name: str | None = None):
@@ -395,6 +438,9 @@ def load_data(
         raise InvalidDataError("The data file has no columns. Upload a table with a header row.")
     if len(frame) == 0:
         raise InvalidDataError("The data file has a header but no data rows. Upload a file with at least one row.")
+    names = list(feature_names) if feature_names is not None else None
+    if names is None and model is not None:
+        names = expected_features(model)
     y = None
     if target is not None:
         target = str(target)
@@ -403,12 +449,31 @@ def load_data(
                 f"The target column {target!r} is not in the file. Its columns are: "
                 f"{', '.join(map(str, frame.columns[:20]))}{' …' if frame.shape[1] > 20 else ''}."
             )
+        if names is not None and target in names:
+            others = [str(c) for c in frame.columns if str(c) not in names]
+            hint = (f" (the file's columns that are not features: {', '.join(map(repr, others[:10]))}"
+                    f"{' …' if len(others) > 10 else ''})" if others else
+                    " (every column of this file is a feature: the file may not hold the target at all, "
+                    "so choose no target column)")
+            raise InvalidDataError(
+                f"{target!r} is one of the model's input features, so it cannot be the target; choose "
+                f"the column the model predicts{hint}."
+            )
         y = frame.pop(target)
-        if y.isna().any():
-            notices.append(f"The target {target!r} is empty in {int(y.isna().sum())} rows.")
-    names = list(feature_names) if feature_names is not None else None
-    if names is None and model is not None:
-        names = expected_features(model)
+        empty = _empty_cells(y)
+        n_empty = int(empty.sum())
+        if n_empty:  # blank text too: every later step sees one kind of empty cell
+            y = y.where(~empty)
+        if n_empty == len(y):
+            raise InvalidDataError(
+                f"The target column {target!r} is empty in every row, so there is nothing to score the "
+                "model against. Choose the column the model predicts, or no target column."
+            )
+        if n_empty:
+            notices.append(
+                f"The target {target!r} is empty in {n_empty:,} of {len(y):,} rows; those rows are left "
+                "out of scores and holdout permutation importance."
+            )
     n_in = getattr(model, "n_features_in_", None) if model is not None else None
     if names is None and n_in is not None:
         if frame.shape[1] != int(n_in):
@@ -433,6 +498,14 @@ def load_data(
         _check_target(y, model)
     key = fingerprint(data + b"\x00target=" + str(target).encode())
     return Dataset(X=frame.reset_index(drop=True), y=None if y is None else y.reset_index(drop=True), notices=notices, fingerprint=key)
+
+
+def _empty_cells(s: pd.Series) -> np.ndarray:
+    """Empty cells of a column: missing values and blank text."""
+    empty = s.isna().to_numpy().copy()
+    if not pd.api.types.is_numeric_dtype(s):
+        empty |= s.astype(str).str.strip().eq("").to_numpy() & s.notna().to_numpy()
+    return empty
 
 
 def match_columns(present: Sequence[str], names: Sequence[str], notices: list[str]) -> None:

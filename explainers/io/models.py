@@ -19,15 +19,111 @@ from ..errors import InvalidModelError, UnsafeModelError
 from ._files import _read_input
 from .skops_archive import check_skops_archive
 
-#: Types that skops does not trust by default but that we reviewed: plain
-#: containers of numbers that scikit-learn's own trees and pipelines need.
+#: Types that skops does not trust by default but that we reviewed. Each is either
+#: a plain container of numbers or a class object that is only compared against,
+#: never called with data from the file. Found with ``skops.io.get_untrusted_types``
+#: on files dumped from scikit-learn's own estimators (tests/test_io_allowlist.py).
 SKOPS_ALLOWED_TYPES = frozenset(
     {
-        "sklearn.tree._tree.Tree",  # every DecisionTree, forest and GradientBoosting
+        # node arrays of every DecisionTree, forest and GradientBoosting; their
+        # contents are checked by explainers.trees.validate before any walk
+        "sklearn.tree._tree.Tree",
+        # HistGradientBoosting's trees: a structured array of nodes (validated too)
         "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
-        "numpy.dtype",  # SimpleImputer and other transformers that keep a dtype
+        # a dtype object (SimpleImputer, OrdinalEncoder and other transformers that keep one)
+        "numpy.dtype",
+        # make_column_selector: the ColumnTransformer's column picker, a plain object
+        # holding a regex pattern and dtype filters. It is called only by fit; a fitted
+        # ColumnTransformer (and explainers.io.data.categorical_features) reads the
+        # column lists of transformers_, so the file's pattern is never run here
+        "sklearn.compose._column_transformer.make_column_selector",
+        # dtype filters of make_column_selector(dtype_include=object / np.number):
+        # the class objects themselves, only passed to select_dtypes
+        "builtins.object",
+        "numpy.number",
+        # a partial is only as safe as the function it wraps: allowed only where every
+        # partial in the file wraps a function of SKOPS_ALLOWED_FUNCTIONS (checked from
+        # the file's schema by _refused_skops_names). HistGradientBoosting with
+        # categorical features keeps partial(check_array, dtype=..., ...) in its
+        # preprocessor.
+        "functools.partial",
     }
 )
+#: Functions a .skops file may name (as FunctionTransformer's func, a
+#: TransformedTargetRegressor's func / inverse_func, or inside a functools.partial).
+#: skops names a function by its module and name ("numpy.log1p"). Only pure
+#: numerical functions that take arrays and return arrays: none of them imports,
+#: evaluates, opens or calls anything given by the file. numpy's ufuncs (log1p,
+#: expm1, log, exp, sqrt, square, ...) are trusted by skops itself and added below.
+SKOPS_ALLOWED_FUNCTIONS = frozenset(
+    {
+        # the input check HistGradientBoosting's categorical preprocessor wraps in a partial
+        "sklearn.utils.validation.check_array",
+        # numpy functions that are not ufuncs but are as plain: element-wise arithmetic
+        "numpy.clip",
+        "numpy.nan_to_num",
+        "numpy.round",
+        "numpy.around",
+    }
+)
+_PARTIAL = "functools.partial"
+
+
+def _numpy_ufunc_names() -> frozenset:
+    """numpy's public ufuncs, named as skops names them ("numpy.log1p"): pure arithmetic."""
+    import numpy as np
+
+    return frozenset(f"numpy.{n}" for n in dir(np) if isinstance(getattr(np, n, None), np.ufunc))
+
+
+def _schema_nodes(data: bytes):
+    """Every node (a dict with a ``__loader__``) of a .skops file's schema, iteratively."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        schema = json.loads(zf.read("schema.json"))  # its size was checked by check_skops_archive
+    stack = [schema]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, dict):
+            if "__loader__" in obj:
+                yield obj
+            stack.extend(v for v in obj.values() if isinstance(v, (dict, list)))
+        elif isinstance(obj, list):
+            stack.extend(v for v in obj if isinstance(v, (dict, list)))
+
+
+def _node_name(node) -> str:
+    return f"{node.get('__module__')}.{node.get('__class__')}"
+
+
+def _refused_skops_names(data: bytes, untrusted) -> list[str]:
+    """The names in a .skops file that the reviewed lists do not allow, sorted.
+
+    Types must be on :data:`SKOPS_ALLOWED_TYPES`. A reviewed function must be
+    loaded as a function (never as a type to build). A ``functools.partial`` is
+    allowed only when the function it wraps is a reviewed function or a numpy
+    ufunc; otherwise it is refused as "functools.partial of <function>".
+    """
+    names = set(untrusted)
+    refused = names - SKOPS_ALLOWED_TYPES - SKOPS_ALLOWED_FUNCTIONS
+    if not names & (SKOPS_ALLOWED_FUNCTIONS | {_PARTIAL}):
+        return sorted(refused)
+    wrapped_ok = SKOPS_ALLOWED_FUNCTIONS | _numpy_ufunc_names()
+    for node in _schema_nodes(data):
+        name = _node_name(node)
+        if name in SKOPS_ALLOWED_FUNCTIONS and node.get("__loader__") != "FunctionNode":
+            refused.add(f"{name} (as {node.get('__loader__')})")
+        if node.get("__loader__") == "PartialNode" or name == _PARTIAL:
+            func = (node.get("content") or {}).get("func") if isinstance(node.get("content"), dict) else None
+            if not (isinstance(func, dict) and func.get("__loader__") == "FunctionNode"
+                    and _node_name(func) in wrapped_ok):
+                inner = _node_name(func) if isinstance(func, dict) else "an unknown object"
+                refused.add(f"{_PARTIAL} of {inner}")
+    return sorted(refused)
+
+
 #: the boosting libraries' own files, read as plain data (explainers.trees.xgboost / lightgbm / catboost)
 NATIVE_SUFFIXES = (".json", ".ubj", ".txt", ".cbm")
 MODEL_SUFFIXES = (".skops", ".joblib", ".pkl", ".pickle") + NATIVE_SUFFIXES
@@ -203,10 +299,16 @@ def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None
                 f"The file is not a readable .skops model ({type(exc).__name__}: {exc}). "
                 "Save the model with skops.io.dump(model, 'model.skops')."
             ) from None
-        refused = sorted(set(untrusted) - SKOPS_ALLOWED_TYPES)
+        try:
+            refused = _refused_skops_names(data, untrusted)
+        except Exception as exc:  # noqa: BLE001 - a schema skops read but we cannot
+            raise InvalidModelError(
+                f"The file is not a readable .skops model ({type(exc).__name__}: {exc}). "
+                "Save the model with skops.io.dump(model, 'model.skops')."
+            ) from None
         if refused:
             raise UnsafeModelError(
-                "The .skops file contains types that are not on the reviewed allow-list: "
+                "The .skops file contains types or functions that are not on the reviewed allow-list: "
                 f"{', '.join(refused)}. Loading them could run code, so the file is refused. "
                 "Use a scikit-learn model built from standard estimators, or ask the "
                 "operator to review these types."

@@ -100,6 +100,13 @@ def shapley_iv_weights(max_m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _decisions(xf, nb, node, threshold, missing_left, cat_start, cat_bits, out):
+    """``out[r]`` = 0.0 where row r goes left at ``node``, 1.0 where it goes right."""
+    for r in range(nb):
+        out[r] = 0.0 if goes_left(xf[r], node, threshold, missing_left, cat_start, cat_bits) else 1.0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def row_bits(bl, bp, nb, bit, xf, node, threshold, missing_left, cat_start, cat_bits, is_left):
     """T of a child from its parent's for a block of rows: add the parent's bit
     (``node`` is the parent) where the row goes the other way than this child."""
@@ -384,8 +391,9 @@ def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, mi
     ``tab2`` G (interventional; path-dependent runs pass K three times).
     ``flat_coef`` holds ``(1 - z) / z`` for path-dependent tables (unused for
     interventional ones). A node with ``pair[node]`` set has two leaf children
-    whose tables :func:`merge_pd_pairs` merged: it is done as one leaf (never
-    a rule node or the child of one: its inline comparisons are plain splits). Single-output trees have their
+    whose tables :func:`merge_pd_pairs` merged: it is done as one leaf (at a rule
+    node, its decisions for the block are first turned into 0/1 against 0.5, so the
+    same branch-free comparison serves it). Single-output trees have their
     leaf value folded into the table already (``leaf_lw`` too); multi-output
     trees multiply by the leaf's value row here.
 
@@ -405,6 +413,8 @@ def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, mi
     acc = np.zeros((n_raw, p, BLOCK))
     pacc = np.zeros((n_raw, BLOCK))
     sv = np.empty(BLOCK)
+    rx_own = np.empty(BLOCK)  # a rule node's decisions for the block (0 left, 1 right)
+    rx_par = np.empty(BLOCK)
     nr = rows.shape[0]
     # buf[0] (T at a root) stays 0: nothing writes it
     for b0 in range(0, nr, BLOCK):
@@ -449,6 +459,13 @@ def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, mi
                     xf = xb[feature[node]]
                     thr = threshold[node]
                     ml = missing_left[node] != 0
+                    if cat_start[node] >= 0:
+                        # a rule: its decisions as 0 (left) / 1 (right) against 0.5, so
+                        # the branch-free loop below serves it unchanged
+                        _decisions(xf, nb, node, threshold, missing_left, cat_start, cat_bits, rx_own)
+                        xf = rx_own
+                        thr = 0.5
+                        ml = False
                     ix = buf[L + 1]
                     lw1 = leaf_lw[lnode]
                     lw2 = leaf_lw[right[node]]
@@ -470,6 +487,11 @@ def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, mi
                         pthr = threshold[par]
                         pml = missing_left[par] != 0
                         pleft = st_left[sp]
+                        if cat_start[par] >= 0:
+                            _decisions(pxf, nb, par, threshold, missing_left, cat_start, cat_bits, rx_par)
+                            pxf = rx_par
+                            pthr = 0.5
+                            pml = False
                     for r in range(nb):
                         px = pxf[r]
                         pgl = pml if px != px else px <= pthr

@@ -303,13 +303,6 @@ class TreeShap:
             single_tree = (nd["tree_output"] >= 0) | (ens.n_raw == 1)
             parents = ~is_leaf & (node_bit >= 0) & single_tree[tree_of_node]
             parents[parents] &= is_leaf[lc[parents]] & is_leaf[rc[parents]]
-            # a merged pair compares inline: never at a rule node or below one
-            ruled = nd["cat_start"] >= 0
-            if ruled.any():
-                below_rule = np.zeros(n_nodes, bool)
-                below_rule[lc[ruled & ~is_leaf]] = True
-                below_rule[rc[ruled & ~is_leaf]] = True
-                parents &= ~ruled & ~below_rule
             entries[lc[parents]] *= 2
             entries[rc[parents]] *= 2
         tree_entries = np.add.reduceat(entries, starts)

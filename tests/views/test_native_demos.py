@@ -53,7 +53,7 @@ def test_importance_page_shows_the_library_importances(demo_cards, name):
             assert got[feature] == pytest.approx(own.get(feature, 0.0) / total, rel=1e-6, abs=1e-12)
     # why MDI is not there, in page words (not "has no trees", no Python names)
     mdi = next(c.value for c in at.caption if "(MDI)" in c.value)
-    assert f"{lib} model file" in mdi and f"{lib} gain" in mdi and "counterpart" in mdi
+    assert f"{lib}'s own model file" in mdi and f"{lib} gain" in mdi and "counterpart" in mdi
     assert "has no trees" not in mdi and not any(p in mdi for p in PYTHON_NAMES + ("library_importance",))
     oob = next(c.value for c in at.caption if "Out-of-bag" in c.value)
     assert "Native" not in oob and lib in oob
@@ -101,7 +101,7 @@ def test_report_includes_the_library_importances(demo_cards):
     caption = dict(built.outline)["Variable importance, compared"]
     for label in ("LightGBM gain", "LightGBM cover", "LightGBM split count", "Holdout permutation"):
         assert label in caption
-    assert any("MDI" in n and "LightGBM model file" in n for n in built.notices)
+    assert any("MDI" in n and "LightGBM's own model file" in n for n in built.notices)
     assert "LightGBM gain" in built.html
 
 
@@ -151,4 +151,4 @@ def test_uploaded_catboost_file_shows_split_count_and_cover(tmp_path):
     assert names[:2] == ["CatBoost cover", "CatBoost split count"]
     assert "Holdout permutation (R²)" in names
     mdi = next(c.value for c in at.caption if "(MDI)" in c.value)
-    assert "CatBoost gives no gain" in mdi and "CatBoost model file" in mdi
+    assert "CatBoost gives no gain" in mdi and "CatBoost's own model file" in mdi
