@@ -101,7 +101,28 @@ def shapley_iv_weights(max_m: int) -> tuple[np.ndarray, np.ndarray]:
 
 @njit(cache=True, nogil=True, inline="always")
 def _decisions(xf, nb, node, threshold, missing_left, cat_start, cat_bits, out):
-    """``out[r]`` = 0.0 where row r goes left at ``node``, 1.0 where it goes right."""
+    """``out[r]`` = 0.0 where row r goes left at ``node``, 1.0 where it goes right.
+
+    A categorical rule takes a loop without data-dependent branches: the code is
+    clamped into the set's range before its bit is read, and selects pick the
+    answer for NaN and for codes outside the set's words.
+    """
+    s = cat_start[node]
+    flags = cat_bits[s + 1]
+    if flags & 1:
+        k = cat_bits[s]
+        lim = 64.0 * k
+        top = 64 * k - 1
+        miss = 0.0 if missing_left[node] != 0 else 1.0
+        other = 0.0 if (flags & 2) != 0 else 1.0
+        for r in range(nb):
+            x = xf[r]
+            inside = (x >= 0.0) & (x < lim)  # False for NaN
+            c = np.int64(min(max(x, 0.0), top)) if x == x else 0
+            bit = (cat_bits[s + 2 + (c >> 6)] >> (c & 63)) & 1
+            d = 1.0 - bit if inside else other
+            out[r] = miss if x != x else d
+        return
     for r in range(nb):
         out[r] = 0.0 if goes_left(xf[r], node, threshold, missing_left, cat_start, cat_bits) else 1.0
 
@@ -123,9 +144,13 @@ def row_bits(bl, bp, nb, bit, xf, node, threshold, missing_left, cat_start, cat_
             gl = ml if x != x else x <= thr
             bl[r] = bp[r] | (0 if gl == is_left else mask)
     else:
+        # the rule's decisions first (0 left, 1 right; reusing bl as scratch is not
+        # possible: bp may alias it), then the same branch-free update
+        dec = np.empty(nb)
+        _decisions(xf, nb, node, threshold, missing_left, cat_start, cat_bits, dec)
+        want = 0.0 if is_left else 1.0
         for r in range(nb):
-            gl = goes_left(xf[r], node, threshold, missing_left, cat_start, cat_bits)
-            bl[r] = bp[r] | (0 if gl == is_left else mask)
+            bl[r] = bp[r] | (0 if dec[r] == want else mask)
 
 
 # --------------------------------------------------------------- leaf paths
