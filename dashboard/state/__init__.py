@@ -34,6 +34,7 @@ from .compute import (
     background,
     batch_folder,
     SLOW_VIEW_S,
+    category_options,
     comparison,
     empty_cells_caption,
     empty_cells_toggle,

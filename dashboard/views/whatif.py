@@ -73,7 +73,7 @@ with st.expander(f"Feature values of row {row}", expanded=True):
             edited[col] = box.number_input(md(col), min_value=lo, max_value=hi, value=start, step=step,
                                            key=f"{prefix}{i}", format="%g", placeholder="blank")
         else:
-            options = list(series.dropna().unique())
+            options = state.category_options(ctx, col)  # the model's order, whatever the file
             edited[col] = box.selectbox(md(col), options, index=None if _missing(value) or value not in options
                                         else options.index(value), key=f"{prefix}{i}", placeholder="blank")
 state.valid_choices("whatif_mask", list(ctx.X.columns))

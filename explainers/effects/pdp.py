@@ -438,6 +438,7 @@ def partial_dependence(
         categorical = set(feature_names_from_list(frame, categorical_features))
     custom = {feature_names_from(frame, [key])[0]: vals for key, vals in (custom_values or {}).items()}
     kinds, grids = _grids(frame, names, categorical, custom, grid_resolution, (lo_p, hi_p))
+    grids = _in_model_order(adapter.model, frame, names, kinds, grids)
 
     rows, work = _sample_rows(frame, sample, random_state)
     used, plan = _choose_method(adapter, frame, kinds, grids, method)
@@ -559,6 +560,31 @@ def _grids(frame: pd.DataFrame, names, categorical, custom, grid_resolution, pct
         kinds.append(kind_f)
         grids.append(grid)
     return kinds, grids
+
+
+def _in_model_order(model, frame: pd.DataFrame, names, kinds, grids):
+    """Categorical grids in the order of the model's own categories (where it knows
+    them), values it does not know after them: the same bars whatever the row
+    order or file format of the data."""
+    if "categorical" not in kinds:
+        return grids
+    from ..io.data import category_order
+
+    try:
+        order = category_order(model, list(frame.columns))
+    except Exception:  # noqa: BLE001 - keep the data's order
+        return grids
+    out = []
+    for name, kind, grid in zip(names, kinds, grids):
+        known = order.get(str(name))
+        if kind == "categorical" and known:
+            present = list(grid)
+            rank = {v: i for i, v in enumerate(known)}
+            rank.update({str(v): i for i, v in enumerate(known) if str(v) not in rank})
+            key = lambda v: rank.get(v, rank.get(str(v), len(known)))  # noqa: E731
+            grid = np.asarray(sorted(present, key=key), dtype=grid.dtype)
+        out.append(grid)
+    return out
 
 
 def _sample_rows(frame: pd.DataFrame, sample, random_state) -> tuple[np.ndarray, pd.DataFrame]:

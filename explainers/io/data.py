@@ -45,6 +45,60 @@ def expected_features(model) -> list[str] | None:
     return None if names is None else [str(c) for c in names]
 
 
+def category_order(model, columns: Sequence[str]) -> dict[str, list]:
+    """The categories the model knows for its categorical columns, in the model's order.
+
+    From the flattened trees where the model is a tree model (a boosting library's
+    file, HistGradientBoosting's categorical features, a pipeline folded into its
+    trees), else from the one-hot / ordinal encoders of a pipeline. Pages list a
+    column's categories in this order (PDP bars, What-if pickers), so they do not
+    depend on the order of the rows or on the file format. Empty when unknown.
+    """
+    columns = [str(c) for c in columns]
+    out: dict[str, list] = {}
+    try:
+        from ..trees import flatten_model, is_tree_model
+
+        if is_tree_model(model):
+            ens = flatten_model(model)
+            if len(ens.categories) == len(columns):
+                return {c: list(cats) for c, cats in zip(columns, ens.categories) if cats}
+    except Exception:  # noqa: BLE001 - fall back on the encoders
+        pass
+    try:
+        from sklearn.compose import ColumnTransformer
+        from sklearn.pipeline import Pipeline
+    except ImportError:  # pragma: no cover
+        return out
+
+    def encoder_of(trans):
+        if isinstance(trans, Pipeline):
+            for _, step in trans.steps:
+                if hasattr(step, "categories_"):
+                    return step
+            return None
+        return trans if hasattr(trans, "categories_") else None
+
+    def visit(est):
+        if isinstance(est, Pipeline):
+            for _, step in est.steps:
+                visit(step)
+        elif isinstance(est, ColumnTransformer):
+            for _, trans, cols in getattr(est, "transformers_", []):
+                enc = encoder_of(trans) if not isinstance(trans, str) else None
+                if enc is None:
+                    continue
+                cols = [cols] if isinstance(cols, (str, int, np.integer)) else list(np.atleast_1d(cols))
+                names_in = getattr(est, "feature_names_in_", None)
+                for c, cats in zip(cols, enc.categories_):
+                    name = str(names_in[c]) if isinstance(c, (int, np.integer)) and names_in is not None else str(c)
+                    if name in columns:
+                        out[name] = [v for v in list(cats) if not (isinstance(v, float) and np.isnan(v))]
+
+    visit(model)
+    return out
+
+
 def categorical_features(model) -> set[str]:
     """The data's columns where the model accepts text: the columns it encodes itself.
 
