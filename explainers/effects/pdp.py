@@ -200,14 +200,18 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
     cat_start, cat_bits = rules_of(ens)
     if not keep_ice and transform == "identity":
         # the average of base + scale * tree sums is base + scale * their row average
-        n_blocks = -(-n // _TREE_SUM_BLOCK_ROWS)
+        # enough blocks for every thread (a few per thread), at most 2,048 rows each
+        import numba
+
+        block = int(max(256, min(_TREE_SUM_BLOCK_ROWS, -(-n // (4 * numba.get_num_threads())))))
+        n_blocks = -(-n // block)
         total = np.zeros((G1, G2, ens.n_raw))
         for pos1, g1, part1 in slices1:
             for pos2, g2, part2 in slices2:
                 sums = np.zeros((n_blocks, g1, g2, ens.n_raw))
                 with _KERNEL_LOCK:
                     pd_sum_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
-                                  cat_bits, ens.value, ens.roots, ens.max_depth, _TREE_SUM_BLOCK_ROWS, sums)
+                                  cat_bits, ens.value, ens.roots, ens.max_depth, block, sums)
                 total[part1, part2] = sums.sum(axis=0)
         return None, ens.base + ens.scale * (total / n)
 

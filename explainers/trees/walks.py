@@ -188,6 +188,8 @@ def _walk_group(
             if f < 0:  # leaf
                 for r in range(R):
                     v = value[node, r]
+                    if v == 0.0:
+                        continue  # a multiclass boosting tree fills one column of R
                     if per_row:
                         for j in range(a, b):
                             Dj = D[idx[j]]
