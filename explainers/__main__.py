@@ -158,8 +158,11 @@ def build_parser(prog: str = "python -m explainers") -> argparse.ArgumentParser:
                    help="background rows, a seeded sample of the whole file (default 100)")
     s.add_argument("--missing", metavar="FEATURES", default=None,
                    help="comma-separated features to mark missing in every row (attribution 0)")
-    s.add_argument("--no-nan-missing", dest="nan_is_missing", action="store_false",
-                   help="do not treat empty (NaN) cells as missing features")
+    s.add_argument("--nan-missing", dest="nan_is_missing", action="store_const", const=True, default="auto",
+                   help="treat empty (NaN) cells as missing features (default: only when the model cannot "
+                        "take them; a model with an imputer or native missing-value handling receives them)")
+    s.add_argument("--no-nan-missing", dest="nan_is_missing", action="store_const", const=False,
+                   help="pass empty (NaN) cells to the model as values, always")
     s.add_argument("--output", choices=("auto", "raw", "proba", "log_odds"), default="auto",
                    help="what to explain (default auto: value, or class probabilities)")
     s.add_argument("--class-index", type=int, default=None, metavar="K",

@@ -87,7 +87,15 @@ def test_tree_output_equals_explain(files, tmp_path):
     # tables or the recursion by how many rows share a NaN pattern)
     whole = explain(files["rf"], X, method="tree")
     np.testing.assert_allclose(_shap(out), whole.values, rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(_shap(out)[::17, 2], 0.0)  # NaN cells are missing
+    # the forest takes NaN, so by default ("auto") empty cells are values it receives, as in explain()
+    assert any("values the model receives" in n for n in rep.notices)
+    assert np.all(_shap(out)[::17, 2] != 0.0)
+    # asked, they are missing features: exactly 0, as explain(nan_is_missing=True) gives
+    explain_file(d / "rf.skops", d / "data.parquet", tmp_path / "masked", method="tree", nan_is_missing=True)
+    masked = _read(tmp_path / "masked")
+    np.testing.assert_array_equal(_shap(masked)[::17, 2], 0.0)
+    np.testing.assert_allclose(_shap(masked), explain(files["rf"], X, method="tree", nan_is_missing=True).values,
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_exact_multiclass_equals_explain_with_stored_background(files, tmp_path):
@@ -289,7 +297,8 @@ def test_peak_memory_flat_as_rows_grow(files, tmp_path):
 def test_load_attributions_samples_rows_with_their_data(files, tmp_path):
     d = files["dir"]
     out = tmp_path / "out"
-    explain_file(d / "rf.skops", d / "data.parquet", out, method="tree", chunk_rows=200, block_rows=100)
+    explain_file(d / "rf.skops", d / "data.parquet", out, method="tree", chunk_rows=200, block_rows=100,
+                 nan_is_missing=True)
     full = _read(out)
     res = load_attributions(out, sample=50, random_state=1)
     rows = res.params["rows"]

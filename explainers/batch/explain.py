@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ExplainerError, InvalidDataError, param_error
@@ -107,8 +108,9 @@ def explain_file(
         file (not needed, so not drawn, for path-dependent TreeShap).
     missing : sequence of str, default=None
         Features to mark missing in every row (attribution 0).
-    nan_is_missing : bool, default=True
-        Also treat NaN cells as missing.
+    nan_is_missing : bool or "auto", default="auto"
+        Treat NaN cells as missing features. "auto": only when the model cannot
+        take them (decided once for the run, on its first rows, and said in a notice).
     output : {"auto", "raw", "proba", "log_odds"}, default="auto"
     class_index : int, default=None
         Explain one output column only.
@@ -174,6 +176,7 @@ def explain_file(
         src = _open_source(data)
         cols = _resolve_columns(src, est, None, func)
         notices = list(cols.notices)
+        args = _resolve_nan_is_missing(est, src, cols, args, notices)
         plan = _plan(est, src, cols, args, notices)
         data_sha, total_rows = _hash_source(src)
         opts = _manifest_options(args, plan)
@@ -200,7 +203,7 @@ def explain_file(
             spec = _Spec(kind="shap", run_id=run_id, out=str(out), model_path=str(model_path),
                          model_sha=model_sha, trusted=bool(trusted), block_rows=block_rows, method=plan.method,
                          options=plan.options, background=bg_frame, missing=args.missing,
-                         nan_is_missing=bool(nan_is_missing), random_state=random_state, multi=plan.multi,
+                         nan_is_missing=bool(args.nan_is_missing), random_state=random_state, multi=plan.multi,
                          columns=tuple(plan.columns))
             st = _run(out, resume, spec, src, cols, chunk_rows, total_rows, progress,
                       _in_process_state(est, plan, bg_frame), warmup)
@@ -247,6 +250,34 @@ def _plan(est, src: _Source, cols: _Columns, args: _ShapArgs, notices: list) -> 
     outputs, multi, output_kind = _output_layout(res, est, cols, args)
     return _ShapPlan(method, reason, options, needs_bg, outputs, multi, output_kind,
                      _output_columns(cols.features, outputs, multi))
+
+
+def _resolve_nan_is_missing(est, src: _Source, cols: _Columns, args: _ShapArgs, notices: list) -> _ShapArgs:
+    """Decide ``nan_is_missing="auto"`` once for the whole run (recorded in the manifest).
+
+    Empty cells stay values the model receives when it takes them (checked on the
+    first rows that have some, or on a row of empty cells), else they become
+    missing features; a notice says which.
+    """
+    from dataclasses import replace
+
+    from ..model import ModelAdapter
+
+    if not isinstance(args.nan_is_missing, str):
+        return replace(args, nan_is_missing=bool(args.nan_is_missing))
+    probe = _probe_rows(src, cols, args.block_rows)
+    holes = probe[probe.isna().any(axis=1)]
+    if not len(holes):
+        holes = probe.iloc[:1].copy()
+        for c in holes.columns:
+            holes[c] = np.nan
+    try:
+        takes = ModelAdapter(est, feature_names=list(cols.features)).accepts_nan(holes)
+    except Exception:  # noqa: BLE001 - an adapter that cannot be built fails later with its own message
+        takes = False
+    notices.append("Empty cells are values the model receives (it takes them), as in the dashboard."
+                   if takes else "Empty cells are treated as missing features: the model cannot take them.")
+    return replace(args, nan_is_missing=not takes)
 
 
 def _probe_rows(src: _Source, cols: _Columns, block_rows: int) -> pd.DataFrame:
