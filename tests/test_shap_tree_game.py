@@ -62,7 +62,10 @@ def test_explainers_agree_with_and_without_it(fitted, name, monkeypatch):
         np.testing.assert_allclose(ex_cls.values, ref_cls.values, **TOL)
 
 
-def test_not_for_pipelines_or_other_models():
+def test_not_for_column_mixing_pipelines_or_other_models():
+    """A pipeline whose steps mix columns (PCA) is no tree model; one whose steps are
+    column-wise (a scaler) folds into its trees, and the game then walks them."""
+    from sklearn.decomposition import PCA
     from sklearn.linear_model import LinearRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -70,9 +73,13 @@ def test_not_for_pipelines_or_other_models():
 
     X = np.random.default_rng(0).normal(size=(40, 3))
     y = X[:, 0]
-    pipe = make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=3)).fit(X, y)
+    pipe = make_pipeline(PCA(n_components=2), DecisionTreeRegressor(max_depth=3)).fit(X, y)
     assert tree_game.TreePredictor.build(ModelAdapter(pipe)) is None
     assert tree_game.TreePredictor.build(ModelAdapter(LinearRegression().fit(X, y))) is None
+    folded = make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=3)).fit(X, y)
+    game = tree_game.TreePredictor.build(ModelAdapter(folded))
+    assert game is not None
+    np.testing.assert_allclose(game.predict(X)[:, 0], folded.predict(X), atol=1e-12)
 
 
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
