@@ -389,3 +389,18 @@ def test_ordinal_splits_as_plain_code_thresholds(monkeypatch):
     rows = _new_rows(df).iloc[:5]
     got = TreeShap(pipe, output="raw").explain(rows, nan_is_missing=False).values
     np.testing.assert_allclose(got[..., None], _grouped_game_shap(pipe, rows), atol=1e-9)
+
+
+def test_auto_says_why_a_column_mixing_tree_pipeline_is_not_explained_by_its_trees():
+    from sklearn.decomposition import PCA
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+
+    from explainers.shap import explain
+
+    X = np.random.default_rng(0).normal(size=(80, 4))
+    y = X[:, 0]
+    res = explain(make_pipeline(PCA(n_components=2), RandomForestRegressor(n_estimators=5)).fit(X, y), X[:3])
+    assert res.method == "exact" and res.params["reason"].startswith("PCA mixes columns")
+    res = explain(make_pipeline(PCA(n_components=2), Ridge()).fit(X, y), X[:3])
+    assert "mixes columns" not in res.params["reason"]

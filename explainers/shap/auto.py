@@ -84,13 +84,14 @@ def choose_method(
     """Return (method, reason) for ``method="auto"``; see the module docstring."""
     if allow_tree and "tree" in EXPLAINERS and _is_tree_model(model):
         return "tree", f"{type(model).__name__} is a tree model: TreeShap is exact and fast"
+    fold_note = _fold_note(model)
     if is_linear_model(model):
         if output in ("auto", "raw"):
             space = "prediction" if detect_task(model) == "regression" else "decision-function (log-odds)"
             return "linear", f"{type(model).__name__} is linear: closed form in its {space} space"
         linear_note = f"linear model, but output={output!r} is not linear in the features; "
     else:
-        linear_note = ""
+        linear_note = fold_note
     coalitions = 2**n_features
     evals = coalitions * n_background
     if coalitions - 2 <= n_samples and evals <= max_evals:
@@ -102,6 +103,23 @@ def choose_method(
         f"{linear_note}{n_features} features: 2**{n_features} = {coalitions:,} coalitions is "
         f"more than n_samples={n_samples}, so KernelShap samples them"
     )
+
+
+def _fold_note(model) -> str:
+    """Why a pipeline ending in a tree model is not explained by its trees, as a lead-in."""
+    steps = getattr(model, "steps", None)
+    if not steps:
+        return ""
+    try:
+        from ..trees import is_tree_model
+        from ..trees.pipeline import fold_refusal
+
+        if not is_tree_model(steps[-1][1]):
+            return ""  # not a tree pipeline: nothing to explain away
+        why = fold_refusal(model)
+    except Exception:  # noqa: BLE001 - no reason to give
+        return ""
+    return f"{why.rstrip('.')}; " if why else ""
 
 
 def explain(
