@@ -471,8 +471,11 @@ class ModelAdapter:
         A data frame's columns are matched by label, compared as text (a frame
         whose labels are ints or tuples matches names "0" or "('a', 1)"); when
         its labels do not all match but it has exactly the model's number of
-        columns, they are taken by position. The result's column labels are
-        always the adapter's ``feature_names``.
+        columns, they are taken by position if the model recorded no column
+        names (fitted on an array, or on labels that are not text) or the frame's
+        labels are not text. A frame with other text labels for a model that
+        recorded its names is refused, naming the missing columns. The result's
+        column labels are always the adapter's ``feature_names``.
         """
         if isinstance(X, pd.DataFrame):
             cols = [str(c) for c in X.columns]
@@ -489,8 +492,9 @@ class ModelAdapter:
             missing = [f for f in self.feature_names if f not in cols]
             if not missing and len(set(cols)) == len(cols):
                 return X.set_axis(cols, axis=1)[self.feature_names]
-            if X.shape[1] == len(self.feature_names):
-                # same width, other labels: the columns are the model's, by position
+            named = getattr(self, "_model_wants_names", False) and all(isinstance(c, str) for c in X.columns)
+            if X.shape[1] == len(self.feature_names) and not named:
+                # same width, and the model or the frame names no columns: taken by position
                 return X.set_axis(self.feature_names, axis=1)
             if missing:
                 raise InvalidDataError(

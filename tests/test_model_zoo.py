@@ -267,13 +267,22 @@ def test_same_shape_frame_is_taken_by_position(data):
     X, Y = data
     named = pd.DataFrame(X, columns=list("abcde"))
     model = LinearRegression().fit(named, Y[:, 0])
-    other = pd.DataFrame(X[:, ::-1].copy(), columns=list("vwxyz"))  # other labels: by position
+    other = pd.DataFrame(X[:, ::-1].copy(), columns=list("vwxyz"))
     a = ModelAdapter(model)
-    np.testing.assert_allclose(a.predict(other), model.predict(pd.DataFrame(X[:, ::-1], columns=list("abcde"))))
+    # a model that recorded its names: other names are other columns, never taken by position
+    with pytest.raises(ExplainerError, match="lacks 5 of the model's columns"):
+        a.predict(other)
     shuffled = named[list("edcba")]  # the same labels in another order: by label
     np.testing.assert_allclose(a.predict(shuffled), model.predict(named))
     with pytest.raises(ExplainerError, match="lacks"):
         a.predict(named[["a", "b"]].rename(columns={"a": "q"}))
+    # a model fitted on an array: a frame of the same width is taken by position, whatever its labels
+    bare = LinearRegression().fit(X, Y[:, 0])
+    np.testing.assert_allclose(ModelAdapter(bare).predict(other), bare.predict(X[:, ::-1]))
+    # a frame whose labels are not text (ints) is taken by position too
+    numbered = pd.DataFrame(X[:, ::-1].copy())
+    np.testing.assert_allclose(ModelAdapter(model).predict(numbered), model.predict(pd.DataFrame(X[:, ::-1],
+                                                                                              columns=list("abcde"))))
 
 
 # ------------------------------------------------------------- refusals
