@@ -44,7 +44,7 @@ import numpy as np
 from .. import limits
 from ..errors import InvalidModelError
 from .ensemble import RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble, rule_record
-from .native import NativeTreeModel, native_model
+from .native import NativeTreeModel, file_bytes, native_model
 
 __all__ = ["read_catboost", "cbm_to_json", "catboost_from_object", "CTR_MESSAGE"]
 
@@ -132,14 +132,7 @@ def _numbers(values, where: str) -> np.ndarray:
 
 # --------------------------------------------------------------------- parse
 def _load_json(data: bytes) -> dict:
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidModelError(f"read_catboost reads the bytes of a model file; got {type(data).__name__}.")
-    data = bytes(data)
-    if len(data) > limits.limit("model_bytes"):
-        raise InvalidModelError(f"The CatBoost model file holds {limits.fmt('model_bytes', len(data))}, "
-                                f"{limits.over('model_bytes')}.")
+    data = file_bytes(data, "CatBoost", "read_catboost")
     if data[:4] == CBM_MAGIC:
         data = cbm_to_json(data)
     try:

@@ -66,7 +66,7 @@ import numpy as np
 from .. import limits
 from ..errors import InvalidModelError
 from .ensemble import RULE_CATEGORICAL, RULE_ZERO_MISSING, assemble, rule_record
-from .native import NativeTreeModel, native_model
+from .native import NativeTreeModel, file_bytes, native_model
 
 __all__ = ["read_lightgbm", "lightgbm_from_object"]
 
@@ -97,14 +97,9 @@ def _decode(data, label: str) -> str:
     if isinstance(data, str):
         text = data
     else:
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise InvalidModelError(f"{label}: expected the bytes of a LightGBM model file, got {type(data).__name__}.")
-        if len(data) > limits.limit("model_bytes"):
-            raise InvalidModelError(
-                f"{label} has {limits.fmt('model_bytes', len(data))}, {limits.over('model_bytes')}."
-            )
+        data = file_bytes(data, "LightGBM", "read_lightgbm")
         try:
-            text = bytes(data).decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise _damaged(f"{label} is not UTF-8 text.") from None
     if len(text) > limits.limit("model_bytes"):

@@ -11,7 +11,23 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NativeTreeModel", "NativeTreeRegressor", "NativeTreeClassifier", "native_model"]
+__all__ = ["NativeTreeModel", "NativeTreeRegressor", "NativeTreeClassifier", "native_model", "file_bytes"]
+
+
+def file_bytes(data, library: str, reader: str) -> bytes:
+    """A model file's bytes as a reader takes them: refused (InvalidModelError) when they
+    are not bytes, or over the ``model_bytes`` limit, before anything parses them."""
+    from .. import limits
+    from ..errors import InvalidModelError
+
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidModelError(f"{reader} reads the bytes of a {library} model file; got {type(data).__name__}.")
+    if len(data) > limits.limit("model_bytes"):
+        raise InvalidModelError(f"The {library} model file holds {limits.fmt('model_bytes', len(data))}, "
+                                f"{limits.over('model_bytes')}.")
+    return bytes(data)
 
 
 class NativeTreeModel:

@@ -51,7 +51,7 @@ from .. import limits
 from ..errors import InvalidModelError
 from .ensemble import (MAX_CATEGORY_CODE, RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble,
                        rule_record)
-from .native import NativeTreeClassifier, NativeTreeModel, native_model
+from .native import NativeTreeClassifier, NativeTreeModel, file_bytes, native_model
 
 __all__ = ["read_xgboost", "xgboost_from_object", "decode_ubjson"]
 
@@ -825,12 +825,9 @@ def read_xgboost(data: bytes, *, name: str = "") -> NativeTreeModel:
         For a damaged or hostile file, or a model Glassbox does not read (gblinear,
         multi-target trees, an objective such as binary:hinge), naming the setting.
     """
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidModelError(f"read_xgboost takes the file's bytes, not a {type(data).__name__}.")
-    data = bytes(data)
-    if len(data) > limits.limit("model_bytes"):
-        raise InvalidModelError(f"The XGBoost model file is {limits.fmt('model_bytes', len(data))}, "
-                                f"{limits.over('model_bytes')}.")
+    if isinstance(data, str):
+        raise InvalidModelError("read_xgboost takes the file's bytes, not a str.")
+    data = file_bytes(data, "XGBoost", "read_xgboost")
     if _looks_like_json(data, name):
         return _read_document(_parse_json(data), "xgboost json")
     return _read_document(decode_ubjson(data), "xgboost ubj")
