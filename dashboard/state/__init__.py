@@ -42,6 +42,8 @@ from .compute import (
     explain_row,
     explain_sample,
     fmt_seconds,
+    importance_cost,
+    predict_seconds_per_row,
     sample_cost,
     importance,
     importances,

@@ -451,8 +451,37 @@ def sample_cost(ctx: ModelContext, method: str, n_rows: int) -> tuple[float, int
     if per_row <= 0:
         return 0.0, n_rows
     store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method), _RowStore)
-    left = n_rows - store.done(_nested_rows(len(ctx.X), n_rows))
+    positions = _nested_rows(len(ctx.X), n_rows)
+    left = len(positions) - store.done(positions)
     return per_row * left, max(10, int(SLOW_VIEW_S / per_row) // 10 * 10)
+
+
+def predict_seconds_per_row(ctx: ModelContext) -> float:
+    """Seconds the model takes to predict one row, measured once on up to 256 rows
+    (cached per model and data): what the pages multiply to know a view's cost."""
+    def probe() -> float:
+        rows = sample_rows(ctx, min(256, len(ctx.X)))
+        ctx.adapter.predict(rows.iloc[:2])  # a first call may pay one-time costs
+        t0 = time.perf_counter()
+        ctx.adapter.predict(rows)
+        return (time.perf_counter() - t0) / max(1, len(rows))
+
+    return float(result_cache().get_or_compute(("predict_cost", ctx.model_key, ctx.data_key), probe))
+
+
+def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int) -> tuple[float, int]:
+    """(estimated seconds, rows that fit in SLOW_VIEW_S) of the Importance page's slow methods:
+    holdout permutation predicts every row once per feature and repeat, mean |SHAP| explains
+    every row; the training-split methods (MDI, the libraries' own) cost nothing."""
+    rows = min(int(max_rows), len(ctx.X))
+    per_row = 0.0
+    if "permutation" in methods:
+        per_row += (int(n_repeats) * ctx.X.shape[1] + 1) * predict_seconds_per_row(ctx)
+    if "shap" in methods:
+        per_row += shap_seconds_per_row(ctx, "auto")
+    if per_row <= 0:
+        return 0.0, rows
+    return per_row * rows, int(SLOW_VIEW_S / per_row) // 50 * 50  # 0: even the fewest rows (50) take longer
 
 
 def fmt_seconds(s: float) -> str:

@@ -19,6 +19,23 @@ with st.expander("Settings", expanded=False):
 
 # MDI, or for a model read from an XGBoost / LightGBM / CatBoost file that library's gain, cover, split count
 methods = importance_methods(ctx, with_shap)
+with st.spinner("Measuring how long the model takes…"):
+    try:
+        cost, fits = state.importance_cost(ctx, methods, int(n_repeats), int(max_rows))
+    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+        cost, fits = 0.0, int(max_rows)
+if cost > state.SLOW_VIEW_S and not st.session_state.get("imp_go_for") == (ctx.key, int(n_repeats), int(max_rows)):
+    fewer = (f"About {fits:,} rows take {state.fmt_seconds(state.SLOW_VIEW_S)}." if fits >= 50 else
+             "Fewer permutation repeats, or leaving out mean |SHAP|, make it shorter.")
+    st.warning(f"With {int(max_rows):,} rows and {int(n_repeats)} permutation repeats this takes about "
+               f"**{state.fmt_seconds(cost)}** (measured on a few rows). {fewer}", icon=":material/timer:")
+    c1, c2 = st.columns(2)
+    if fits >= 50:
+        c1.button(f"Use {fits:,} rows", key="imp_fewer", on_click=st.session_state.__setitem__,
+                  args=("imp_rows", fits))
+    c2.button("Compute anyway", key="imp_go", on_click=st.session_state.__setitem__,
+              args=("imp_go_for", (ctx.key, int(n_repeats), int(max_rows))))
+    st.stop()
 bar = st.progress(0.0, text="Computing importances…")
 results, skipped = state.importances(ctx, methods, int(n_repeats), int(max_rows), bar, page="importance")
 bar.empty()

@@ -89,7 +89,7 @@ if source == "a sample of the data":
         except Exception:  # noqa: BLE001 - the run itself will say what is wrong
             cost, fits = 0.0, n_rows
     if cost > state.SLOW_VIEW_S:
-        st.warning(f"Explaining {n_rows:,} rows with this method takes about **{state.fmt_seconds(cost)}** "
+        st.warning(f"Explaining {min(n_rows, len(ctx.X)):,} rows with this method takes about **{state.fmt_seconds(cost)}** "
                    f"(measured on a few rows). About {fits:,} rows take {state.fmt_seconds(state.SLOW_VIEW_S)}; "
                    "rows already explained are kept when you change the number.", icon=":material/timer:")
         st.button(f"Use {fits:,} rows", key="shap_fewer", on_click=st.session_state.__setitem__, args=("shap_n", fits))

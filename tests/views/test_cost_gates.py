@@ -1,0 +1,53 @@
+"""Cost before work (issue #14): a view that would take more than about 10 s says how
+long, offers fewer rows, and runs only on request. The model's speed is measured on a
+probe; here the probe is replaced by a slow figure so that a fast demo model looks slow."""
+import pytest
+
+from dashboard.state import compute
+from tests.views._app import open_page
+
+
+@pytest.fixture
+def slow(monkeypatch):
+    monkeypatch.setattr(compute, "predict_seconds_per_row", lambda ctx: 0.001)  # 1,000 rows/s
+    monkeypatch.setattr(compute, "shap_seconds_per_row", lambda ctx, method: 0.01)
+
+
+def _warnings(at):
+    return [w.value for w in at.warning]
+
+
+def test_importance_page_waits_for_a_slow_model(slow):
+    at = open_page("views/importance.py")
+    # the diabetes demo's 442 rows x ((5 repeats x 10 features + 1) predictions at 1,000 rows/s
+    # + 0.01 s of SHAP): 27 s
+    assert any("takes about **27 s**" in w for w in _warnings(at)), _warnings(at)
+    assert not at.get("plotly_chart")  # nothing computed yet
+    fewer = [b for b in at.button if b.label.startswith("Use ")]
+    assert fewer and fewer[0].label == "Use 150 rows"  # 10 s / 0.061 s a row, in steps of 50
+    fewer[0].click().run()
+    assert at.number_input(key="imp_rows").value == 150
+    assert not _warnings(at) or not any("takes about" in w for w in _warnings(at))
+    assert at.get("plotly_chart") and not at.exception
+
+
+def test_importance_page_computes_anyway_on_request(slow):
+    at = open_page("views/importance.py")
+    go = [b for b in at.button if b.label == "Compute anyway"]
+    assert go and not at.get("plotly_chart")
+    go[0].click().run()
+    assert at.get("plotly_chart") and not at.exception
+
+
+def test_shap_global_view_estimates_and_offers_fewer_rows(slow):
+    at = open_page("views/shap.py")
+    at.selectbox(key="shap_method").set_value("kernel").run()
+    at.number_input(key="shap_n").set_value(5000).run()  # more than the data has: all 442 rows
+    assert not any("Explaining" in w for w in _warnings(at))  # 442 x 0.01 s: under 10 s
+    compute.shap_seconds_per_row = lambda ctx, method: 0.05  # (undone by the fixture's monkeypatch)
+    at.run()
+    assert any("Explaining 442 rows" in w and "**22 s**" in w for w in _warnings(at)), _warnings(at)
+    fewer = [b for b in at.button if b.label.startswith("Use ")]
+    assert fewer and fewer[0].label == "Use 200 rows"  # 10 s / 0.05 s a row
+    fewer[0].click().run()
+    assert at.number_input(key="shap_n").value == 200 and not at.exception
