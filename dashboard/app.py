@@ -40,7 +40,8 @@ PAGES_DIR = Path(__file__).resolve().parent / "views"
 # old-style (v1) multipage app on a server's first run, which runs a deep link
 # without this entry script or shows "Page not found".
 SECTIONS = {
-    "Model": [("model.py", "Model", ":material/deployed_code:", "overview")],
+    "Model": [("model.py", "Model", ":material/deployed_code:", "overview"),
+              ("quality.py", "Quality", ":material/fact_check:", "quality")],
     "Effects": [("pdp.py", "PDP / ICE / ALE", ":material/show_chart:", "effects"),
                 ("interactions.py", "Interactions", ":material/hub:", "interactions")],
     "Attribution": [("shap.py", "SHAP", ":material/waterfall_chart:", "attribution"),

@@ -9,6 +9,8 @@ Each function takes a result from :mod:`explainers` and returns a
 - :mod:`.shap`: ``waterfall_figure``, ``force_figure``, ``beeswarm_figure``,
   ``mean_abs_figure``, ``dependence_figure``
 - :mod:`.importance`: ``importance_bars_figure``, ``agreement_heatmap_figure``
+- :mod:`.quality`: ``confusion_figure``, ``roc_figure``, ``pr_figure``, ``calibration_figure``,
+  ``gains_figure``, ``predicted_actual_figure``, ``residuals_figure``, ``residual_histogram_figure``
 
 :func:`plot` picks the figure for any result object, the one its page draws
 (``from dashboard.figures import plot; plot(result)``), for notebooks and reports.
@@ -21,6 +23,16 @@ from .interactions import (
     interaction_strength,
 )
 from .pdp import ale2d_figure, ale_figure, pdp2d_figure, pdp_figure, pdp_to_csv
+from .quality import (
+    calibration_figure,
+    confusion_figure,
+    gains_figure,
+    pr_figure,
+    predicted_actual_figure,
+    residual_histogram_figure,
+    residuals_figure,
+    roc_figure,
+)
 from .shap import beeswarm_figure, dependence_figure, force_figure, mean_abs_figure, waterfall_figure
 from .style import (
     FONT,
@@ -51,6 +63,9 @@ __all__ = [
     "waterfall_figure", "force_figure", "beeswarm_figure", "mean_abs_figure", "dependence_figure",
     # variable importance
     "importance_bars_figure", "agreement_heatmap_figure",
+    # model quality
+    "confusion_figure", "roc_figure", "pr_figure", "calibration_figure", "gains_figure",
+    "predicted_actual_figure", "residuals_figure", "residual_histogram_figure",
 ]
 
 

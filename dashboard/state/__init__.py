@@ -17,6 +17,7 @@ User text reaches the page through :mod:`dashboard.safe_text` (``md`` for Markdo
 ``plot`` for figures, ``csv_text`` for downloads); the server settings are checked by
 :mod:`dashboard.server` before anything else runs.
 - :mod:`.interactions`: the Interactions page's cached calls (SHAP interactions, H)
+- :mod:`.quality`: the Quality page's cached calls, its threshold (URL, What-if verdict), rows listed
 - :mod:`.warmup`: compiling the numba kernels in the background, once per process
 
 Module-level state (``cache._RESULTS``, ``warmup._WARM``) lives in its submodule;
@@ -110,4 +111,6 @@ from .interactions import (
     strongest_partner,
 )
 from .interactions import report_section as interactions_report_section
+from .quality import model_quality, quality_problem
+from .quality import threshold as quality_threshold
 from .warmup import warm_kernels_in_background

@@ -16,6 +16,7 @@ import streamlit as st
 from dashboard import figures, state
 from dashboard.figures.style import fmt_number
 from dashboard.safe_text import md
+from dashboard.state import quality as quality_state
 
 EDITOR = "whatif_ed_"  # editor keys: whatif_ed_<token>_<column position>
 
@@ -97,6 +98,9 @@ m1.metric(f"Original {md(label)}", fmt_number(p_before), help=f"Row {row} as in 
 m2.metric(f"Edited {md(label)}", fmt_number(p_after), delta=fmt_number(p_after - p_before, sign=True),
           help=f"Row {row} with your edits: the model's prediction.")
 m3.metric("Features changed", len(changed))
+if (verdict := quality_state.verdict(ctx, values, t := quality_state.threshold())) is not None:
+    st.markdown(f"Verdict at threshold {t:.2f}: **{md(verdict[0])}** (P({md(ctx.classes[state.class_index(ctx)])}) = "
+                f"{fmt_number(verdict[1])}, edited row; the threshold is set on the Quality page)")
 if changed:
     st.caption("Changed: " + ", ".join(f"{md(c)}: {_shown(original[c])} → {_shown(edited[c])}" for c in changed))
 left, right = st.columns(2)

@@ -1,0 +1,238 @@
+"""Model quality figures, from :mod:`explainers.quality` results.
+
+Classifiers: :func:`confusion_figure` (every cell clickable: an invisible marker sits on it,
+Plotly heatmaps cannot be selected), :func:`roc_figure`, :func:`pr_figure`,
+:func:`calibration_figure`, :func:`gains_figure`; :func:`cell_from_selection` reads a click.
+Regressors: :func:`predicted_actual_figure`, :func:`residuals_figure` (against the
+prediction or a feature), :func:`residual_histogram_figure` (with its quantiles).
+
+Pure functions of result objects; class and feature names are escaped for Plotly.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from dashboard.safe_text import plot
+
+from .style import FONT, MISSING, NEGATIVE, PALETTE, POSITIVE, d3_format, fmt_number, scale_of
+
+#: counts in the confusion matrix: white (none) to dark blue (many)
+CONFUSION_SCALE = "Blues"
+GUESS = dict(color=MISSING, dash="dash", width=1)  # what a model that guesses draws
+#: at most this many points in a scatter of rows (a seeded sample beyond)
+MAX_POINTS = 5_000
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, **kw) -> go.Figure:
+    fig.update_layout(title=dict(text=title), font=FONT, template="plotly_white", height=kw.pop("height", 380),
+                      margin=dict(l=60, r=20, t=60, b=50), xaxis_title=x, yaxis_title=y, **kw)
+    return fig
+
+
+def _curves(q, class_index: int | None):
+    """The curves' positions to draw: the one of a binary model; one or every class of a multiclass."""
+    if q.task == "binary":
+        return [0]
+    return list(range(len(q.classes))) if class_index is None else [int(class_index)]
+
+
+# ------------------------------------------------------------ confusion matrix
+def confusion_figure(q, *, highlight: tuple[int, int] | None = None) -> go.Figure:
+    """Counts of actual (rows) against predicted (columns) classes, with each cell's count and
+    share of its actual class; ``highlight`` outlines one cell (actual, predicted)."""
+    m = q.confusion.matrix
+    labels = [plot(c) for c in q.classes]
+    k = len(labels)
+    totals = m.sum(axis=1, keepdims=True)
+    share = np.divide(m, totals, out=np.zeros(m.shape, float), where=totals > 0)
+    text = [[f"{int(m[i, j]):,}<br>({share[i, j]:.0%})" for j in range(k)] for i in range(k)]
+    fig = go.Figure(go.Heatmap(
+        z=m, x=labels, y=labels, text=text, texttemplate="%{text}", colorscale=CONFUSION_SCALE, showscale=False,
+        hovertemplate="actual %{y}, predicted %{x}: %{z:,} rows<extra></extra>", xgap=2, ygap=2))
+    cells = [(i, j) for i in range(k) for j in range(k)]
+    fig.add_trace(go.Scatter(
+        x=[labels[j] for _, j in cells], y=[labels[i] for i, _ in cells], mode="markers", showlegend=False,
+        customdata=[[i, j, int(m[i, j])] for i, j in cells],
+        marker=dict(symbol="square", size=max(20, min(90, 360 // max(k, 1))), opacity=0.0),
+        selected=dict(marker=dict(opacity=0.0)), unselected=dict(marker=dict(opacity=0.0)),
+        hovertemplate="actual %{y}, predicted %{x}: %{customdata[2]:,} rows<br>click to list them<extra></extra>"))
+    if highlight is not None:
+        i, j = highlight
+        fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
+                      line=dict(color=POSITIVE, width=3))
+    title = ("Confusion matrix" + (f" at threshold {q.threshold:.2f}" if q.threshold is not None
+                                   else " (most probable class)"))
+    _layout(fig, title, "predicted", "actual", height=max(320, 90 * k + 120))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category", side="bottom")
+    return fig
+
+
+def cell_from_selection(points, k: int) -> tuple[int, int] | None:
+    """The (actual, predicted) cell a click on :func:`confusion_figure` selected, or None.
+
+    ``points`` is ``event.selection.points`` of ``st.plotly_chart(on_select=...)``.
+    """
+    for pt in points or ():
+        get = pt.get if hasattr(pt, "get") else (lambda key, _pt=pt: getattr(_pt, key, None))
+        cd = get("customdata")
+        if cd is None or len(cd) < 2:
+            continue
+        try:
+            i, j = int(cd[0]), int(cd[1])
+        except (TypeError, ValueError):
+            continue
+        if 0 <= i < k and 0 <= j < k:
+            return i, j
+    return None
+
+
+# ------------------------------------------------------------------ curves
+def roc_figure(q, *, class_index: int | None = None) -> go.Figure:
+    """ROC curve(s) (one-vs-rest for several classes), the diagonal of guessing, and for a
+    binary model the point of the current threshold."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=GUESS, name="guessing", hoverinfo="skip"))
+    for n, c in enumerate(_curves(q, class_index)):
+        r = q.roc[c]
+        fig.add_trace(go.Scatter(
+            x=r.fpr, y=r.tpr, mode="lines", name=f"{plot(r.label)} (AUC {fmt_number(r.auc)})",
+            line=dict(color=PALETTE[(c if q.task != "binary" else n) % len(PALETTE)], width=2),
+            customdata=r.thresholds,
+            hovertemplate="threshold %{customdata:.3g}<br>false positive rate %{x:.3f}<br>"
+                          "true positive rate %{y:.3f}<extra></extra>"))
+    if q.task == "binary":
+        m = q.metrics
+        fpr = 1 - m["specificity"] if np.isfinite(m["specificity"]) else np.nan
+        fig.add_trace(go.Scatter(x=[fpr], y=[m["recall"]], mode="markers", name=f"threshold {q.threshold:.2f}",
+                                 marker=dict(color=POSITIVE, size=11, symbol="circle-open", line=dict(width=3))))
+    return _layout(fig, "ROC curve" + (" (one class against the rest)" if q.task != "binary" else ""),
+                   "false positive rate", "true positive rate", legend=dict(x=0.98, y=0.02, xanchor="right"))
+
+
+def pr_figure(q, *, class_index: int | None = None) -> go.Figure:
+    """Precision against recall, the share of positives (a model that guesses), and for a
+    binary model the point of the current threshold."""
+    fig = go.Figure()
+    for n, c in enumerate(_curves(q, class_index)):
+        r = q.pr[c]
+        colour = PALETTE[(c if q.task != "binary" else n) % len(PALETTE)]
+        fig.add_trace(go.Scatter(
+            x=r.recall, y=r.precision, mode="lines", line=dict(color=colour, width=2, shape="hv"),
+            name=f"{plot(r.label)} (AP {fmt_number(r.average_precision)})",
+            customdata=np.append(r.thresholds, np.nan),
+            hovertemplate="threshold %{customdata:.3g}<br>recall %{x:.3f}<br>precision %{y:.3f}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=[0, 1], y=[r.prevalence] * 2, mode="lines", line={**GUESS, "color": colour},
+                                 name=f"guessing ({plot(r.label)}: {r.prevalence:.1%})", hoverinfo="skip",
+                                 opacity=0.6))
+    if q.task == "binary":
+        m = q.metrics
+        fig.add_trace(go.Scatter(x=[m["recall"]], y=[m["precision"]], mode="markers",
+                                 name=f"threshold {q.threshold:.2f}",
+                                 marker=dict(color=POSITIVE, size=11, symbol="circle-open", line=dict(width=3))))
+    return _layout(fig, "Precision and recall", "recall", "precision", legend=dict(x=0.02, y=0.02))
+
+
+def calibration_figure(q, *, class_index: int | None = None) -> go.Figure:
+    """Reliability: the share of the class observed per bin of predicted probability (points
+    sized by the bin's rows), the diagonal of perfect calibration, and the rows per bin (bars)."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=GUESS, name="perfectly calibrated",
+                             hoverinfo="skip"))
+    curves = _curves(q, class_index)
+    for n, c in enumerate(curves):
+        cal = q.calibration[c]
+        colour = PALETTE[(c if q.task != "binary" else n) % len(PALETTE)]
+        fig.add_trace(go.Bar(x=(cal.bin_edges[cal.bins] + cal.bin_edges[cal.bins + 1]) / 2, y=cal.counts,
+                             width=np.diff(cal.bin_edges)[cal.bins] / len(curves), yaxis="y2", opacity=0.25,
+                             marker_color=colour, name=f"rows per bin ({plot(cal.label)})",
+                             hovertemplate="%{y:,} rows<extra></extra>"))
+        fig.add_trace(go.Scatter(
+            x=cal.prob_pred, y=cal.prob_true, mode="lines+markers", line=dict(color=colour, width=2),
+            name=f"{plot(cal.label)} (Brier {fmt_number(cal.brier)})", customdata=cal.counts,
+            hovertemplate="mean predicted %{x:.3f}<br>observed %{y:.3f}<br>%{customdata:,} rows<extra></extra>"))
+    fig = _layout(fig, "Calibration: predicted against observed", "mean predicted probability",
+                  "observed share", legend=dict(x=0.02, y=0.98), barmode="overlay")
+    fig.update_layout(yaxis=dict(range=[-0.02, 1.02]), xaxis=dict(range=[0, 1]),
+                      yaxis2=dict(overlaying="y", side="right", showgrid=False, title="rows", rangemode="tozero"))
+    return fig
+
+
+def gains_figure(q, *, class_index: int | None = None) -> go.Figure:
+    """Cumulative gains: the share of the class's rows found among the rows with the highest
+    probability of it, against the share of rows taken; the lift is in the hover."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=GUESS, name="guessing", hoverinfo="skip"))
+    for n, c in enumerate(_curves(q, class_index)):
+        g = q.gains[c]
+        fig.add_trace(go.Scatter(
+            x=g.fraction, y=g.gains, mode="lines", name=f"{plot(g.label)}",
+            line=dict(color=PALETTE[(c if q.task != "binary" else n) % len(PALETTE)], width=2),
+            customdata=np.column_stack([g.rows, g.lift]),
+            hovertemplate="top %{x:.0%} of rows (%{customdata[0]:,})<br>%{y:.1%} of the class found<br>"
+                          "lift %{customdata[1]:.2f}<extra></extra>"))
+    fig = _layout(fig, "Cumulative gains", "share of rows (highest probability first)", "share of the class found",
+                  legend=dict(x=0.98, y=0.02, xanchor="right"))
+    fig.update_xaxes(tickformat=".0%")
+    fig.update_yaxes(tickformat=".0%")
+    return fig
+
+
+# --------------------------------------------------------------- regressors
+def _sample(n: int) -> np.ndarray:
+    if n <= MAX_POINTS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(0).choice(n, MAX_POINTS, replace=False))
+
+
+def predicted_actual_figure(q, *, target: str = "target") -> go.Figure:
+    """Each row's prediction against its target, with the line where they are equal."""
+    s = _sample(len(q.rows))
+    lo = float(min(q.y_true.min(), q.y_pred.min()))
+    hi = float(max(q.y_true.max(), q.y_pred.max()))
+    fmt = d3_format(scale_of(q.y_true, q.y_pred))
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=GUESS, name="predicted = actual",
+                             hoverinfo="skip"))
+    fig.add_trace(go.Scatter(
+        x=q.y_true[s], y=q.y_pred[s], mode="markers", name="rows", customdata=q.rows[s],
+        marker=dict(color=PALETTE[0], size=6, opacity=0.6),
+        hovertemplate=f"row %{{customdata}}<br>actual %{{x:{fmt}}}<br>predicted %{{y:{fmt}}}<extra></extra>"))
+    return _layout(fig, f"Predicted against actual (R² {fmt_number(q.metrics['r2'])})", f"actual {plot(target)}",
+                   f"predicted {plot(target)}", showlegend=False)
+
+
+def residuals_figure(q, x=None, *, x_name: str = "prediction", band: tuple | None = None) -> go.Figure:
+    """Residuals (actual - predicted) against the prediction, or against ``x`` (a feature's
+    values in the result's rows, named ``x_name``); ``band`` (low, high) shades a band of residuals."""
+    s = _sample(len(q.rows))
+    xs = q.y_pred if x is None else np.asarray(x)
+    fmt = d3_format(scale_of(q.residuals))
+    fig = go.Figure()
+    colours = np.where(q.residuals[s] >= 0, NEGATIVE, POSITIVE)  # blue: predicted too low; vermillion: too high
+    fig.add_trace(go.Scatter(
+        x=xs[s], y=q.residuals[s], mode="markers", name="rows", customdata=q.rows[s],
+        marker=dict(color=colours, size=6, opacity=0.6),
+        hovertemplate=f"row %{{customdata}}<br>{plot(x_name)} %{{x}}<br>residual %{{y:{fmt}}}<extra></extra>"))
+    fig.add_hline(y=0, line=GUESS)
+    if band is not None:
+        lo, hi = band
+        r = q.residuals
+        fig.add_hrect(y0=float(r.min()) if lo is None else lo, y1=float(r.max()) if hi is None else hi,
+                      fillcolor=POSITIVE, opacity=0.12, line_width=0)
+    return _layout(fig, f"Residuals against {plot(x_name)}", plot(x_name), "residual (actual − predicted)",
+                   showlegend=False)
+
+
+def residual_histogram_figure(q, *, quantiles=(0.05, 0.25, 0.5, 0.75, 0.95)) -> go.Figure:
+    """How the residuals spread: a histogram with lines at their quantiles."""
+    fig = go.Figure(go.Histogram(x=q.residuals, marker_color=PALETTE[0], opacity=0.75, name="rows",
+                                 hovertemplate="residual %{x}<br>%{y:,} rows<extra></extra>"))
+    scale = scale_of(q.residuals)
+    for a in quantiles:
+        v = float(np.quantile(q.residuals, a))
+        fig.add_vline(x=v, line=dict(color=POSITIVE if a != 0.5 else "#000000", dash="dot", width=1),
+                      annotation_text=f"{a:.0%}: {fmt_number(v, scale)}", annotation_position="top",
+                      annotation_font_size=11)
+    return _layout(fig, "Residuals (actual − predicted) and their quantiles", "residual", "rows", showlegend=False)

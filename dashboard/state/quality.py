@@ -1,0 +1,241 @@
+"""The Quality page's cached calls, its threshold (kept in the URL and offered to the What-if
+page) and the tables of rows it lists.
+
+The predictions over every row are computed once per model and data; the numbers at a
+threshold (confusion matrix, metrics) once per model, data, threshold and class, in the
+process-wide :func:`~dashboard.state.cache.result_cache`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from explainers.model import _is_anomaly_model
+from explainers.quality import classification_quality, regression_quality, residual_bands  # noqa: F401
+
+from .cache import result_cache
+from .context import ModelContext
+from .session import class_index
+
+#: the threshold the user picked (plain session state: kept when the Quality page is left)
+THRESHOLD = "quality_threshold_value"
+#: the Quality page's slider
+THRESHOLD_WIDGET = "quality_threshold"
+DEFAULT_THRESHOLD = 0.5
+#: the slider's step: thresholds are kept (and cached) at this resolution
+THRESHOLD_STEP = 0.01
+N_BINS = 10
+#: at most this many rows are listed under "show me the rows"
+MAX_LISTED = 500
+
+
+def quality_problem(ctx: ModelContext) -> str | None:
+    """Why quality cannot be shown for this model and data (in page words), or None."""
+    if ctx.adapter.explained is not None or _is_anomaly_model(ctx.model):
+        return ("This model is an outlier detector: it gives an anomaly score, not a prediction of a target, "
+                "so model quality does not apply. The other pages explain its score.")
+    if ctx.task == "regression" and getattr(ctx.adapter, "n_targets", 1) > 1:
+        return (f"This model predicts {ctx.adapter.n_targets} targets at once, and the data gives one target "
+                "column, so its quality is not shown here. The other pages explain each output (pick it "
+                "under Output in the sidebar).")
+    if ctx.y is None or not ctx.y.notna().any():
+        return ("Model quality needs the target column: this data was loaded without one, so there is nothing "
+                "to compare the predictions with. On the Model page, pick the column under **Target column** "
+                "when you choose the data file, then press **Load model and data**.")
+    if ctx.task != "regression" and not hasattr(ctx.model, "predict_proba"):
+        return ("Model quality needs class probabilities, and this classifier gives none, so its quality "
+                "is not shown here.")
+    return None
+
+
+# ------------------------------------------------------------------ threshold
+def _valid_threshold(value) -> float | None:
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        return None
+    return round(t / THRESHOLD_STEP) * THRESHOLD_STEP if 0.0 <= t <= 1.0 else None
+
+
+def threshold() -> float:
+    """The threshold picked on the Quality page (from a shared link's ``?threshold=`` first)."""
+    ss = st.session_state
+    if THRESHOLD not in ss:
+        ss[THRESHOLD] = _valid_threshold(st.query_params.get("threshold")) or DEFAULT_THRESHOLD
+    return round(float(ss[THRESHOLD]), 2)
+
+
+def threshold_slider(container=st) -> float:
+    """The Quality page's slider: starts at the kept threshold, keeps what is picked, and
+    puts it in the URL."""
+    ss = st.session_state
+    if THRESHOLD_WIDGET not in ss:
+        ss[THRESHOLD_WIDGET] = threshold()
+    t = container.slider("Threshold", 0.0, 1.0, step=THRESHOLD_STEP, key=THRESHOLD_WIDGET, format="%.2f",
+                         help="A row is predicted the chosen class when its probability of that class is at "
+                              "least this. The confusion matrix and the metrics follow it; the What if? page "
+                              "gives its verdict at this threshold too.")
+    ss[THRESHOLD] = round(float(t), 2)
+    from .session import share_in_url
+
+    share_in_url(threshold=f"{ss[THRESHOLD]:g}")
+    return ss[THRESHOLD]
+
+
+# --------------------------------------------------------------- computations
+def _predictions(ctx: ModelContext) -> np.ndarray:
+    """Class probabilities (n, k) of a classifier, predictions (n,) of a regressor: every row."""
+    def compute():
+        if ctx.task == "regression":
+            return ctx.adapter.with_output("auto", class_index=None).predict(ctx.X)
+        return ctx.adapter.with_output("proba", class_index=None).predict(ctx.X)
+
+    return result_cache().get_or_compute(("quality_pred", ctx.model_key, ctx.data_key), compute)
+
+
+def model_quality(ctx: ModelContext, threshold: float | None = None, positive: int | None = None):
+    """:func:`explainers.quality.quality` of the active model on its data, cached per model,
+    data, threshold and class. ``positive``: the class whose probability the threshold is on
+    (binary; default the sidebar's class)."""
+    if ctx.task == "regression":
+        return result_cache().get_or_compute(
+            ("quality", ctx.model_key, ctx.data_key), lambda: regression_quality(ctx.y, _predictions(ctx)))
+    positive = class_index(ctx) if positive is None else positive
+    t = DEFAULT_THRESHOLD if threshold is None else round(float(threshold), 2)
+    key = ("quality", ctx.model_key, ctx.data_key, t if ctx.task == "binary" else None, positive, N_BINS)
+    return result_cache().get_or_compute(
+        key, lambda: classification_quality(ctx.y, _predictions(ctx), list(ctx.adapter.classes), threshold=t,
+                                            class_index=positive, n_bins=N_BINS))
+
+
+def residual_feature(ctx: ModelContext, q, feature: str) -> np.ndarray:
+    """The values of ``feature`` in the rows the quality result used (for residuals against it)."""
+    return ctx.X[feature].to_numpy()[q.rows]
+
+
+# ------------------------------------------------------------ rows listed
+def cell_options(q) -> list[tuple[int, int]]:
+    """The confusion matrix's cells (actual, predicted), mistakes first, then the rest;
+    most rows first within each."""
+    k = len(q.classes)
+    m = q.confusion.matrix
+    cells = [(i, j) for i in range(k) for j in range(k)]
+    return sorted(cells, key=lambda c: (c[0] == c[1], -int(m[c])))
+
+
+def cell_label(q, cell: tuple[int, int]) -> str:
+    i, j = cell
+    n = int(q.confusion.matrix[i, j])
+    kind = "right" if i == j else "wrong"
+    return f"actual {q.classes[i]}, predicted {q.classes[j]} ({n:,} rows, {kind})"
+
+
+def cell_rows(q, cell: tuple[int, int]) -> pd.DataFrame:
+    """The rows of one confusion-matrix cell: row, actual, predicted, the probability the
+    model gives the actual class and the error (1 - that probability), largest error first."""
+    i, j = cell
+    mask = (q.y_true == i) & (q.y_pred == j)
+    labels = [str(c) for c in q.classes]
+    p_true = q.proba[mask, i]
+    frame = pd.DataFrame({"row": q.rows[mask], "actual": labels[i], "predicted": labels[j]})
+    if q.task == "binary":
+        frame[f"P({labels[q.positive]})"] = q.proba[mask, q.positive]
+    else:
+        frame["P(predicted)"] = q.proba[mask, j]
+    frame["P(actual)"] = p_true
+    frame["error"] = 1.0 - p_true
+    return frame.sort_values("error", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def band_rows(q, low: float | None, high: float | None) -> pd.DataFrame:
+    """The rows whose residual (actual - predicted) is in [low, high): row, prediction, target,
+    residual and the absolute error, largest error first."""
+    keep = np.isin(q.rows, q.rows_in_band(low, high))
+    frame = pd.DataFrame({"row": q.rows[keep], "prediction": q.y_pred[keep], "target": q.y_true[keep],
+                          "residual": q.residuals[keep], "error": np.abs(q.residuals[keep])})
+    return frame.sort_values("error", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def quantile_frame(q) -> pd.DataFrame:
+    """The residual quantiles as a two-column table (quantile, residual)."""
+    from dashboard.figures.style import fmt_number
+
+    return pd.DataFrame({"quantile": [f"{a:.0%}" for a in q.quantiles],
+                         "residual": [fmt_number(v) for v in q.quantiles.values()]})
+
+
+def band_label(band) -> str:
+    """A residual band as the page names it, with its bounds and size."""
+    from dashboard.figures.style import fmt_number
+
+    lo = "" if band.low is None or pd.isna(band.low) else fmt_number(band.low)
+    hi = "" if band.high is None or pd.isna(band.high) else fmt_number(band.high)
+    span = f"residual < {hi}" if not lo else f"residual ≥ {lo}" if not hi else f"{lo} ≤ residual < {hi}"
+    return f"{band['name']}: {span} ({int(band.rows):,} rows)"
+
+
+_GO_SHAP = "quality_go_shap"
+
+
+def prepare_shap(row: int) -> None:
+    """Callback of the "open on the SHAP page" button: the SHAP page will show ``row``.
+
+    A page switch made by the app (not the browser) drops every widget's value, the sidebar's
+    model and class included; values set in a callback, before any widget of the run, are
+    kept, so they are set again here (the SHAP page's with their copies kept across pages,
+    see ``session.keep_page_widgets``). :func:`go_to_shap` then switches.
+    """
+    from .session import ACTIVE, CLASS_INDEX
+
+    ss = st.session_state
+    for key in (ACTIVE, CLASS_INDEX):
+        if key in ss:
+            ss[key] = ss[key]
+    for key, value in (("shap_pick", "index"), ("shap_row", int(row))):
+        ss[key] = ss["kept::" + key] = value
+    ss[_GO_SHAP] = True
+
+
+def go_to_shap() -> None:
+    """Switch to the SHAP page when :func:`prepare_shap` asked for it."""
+    if st.session_state.pop(_GO_SHAP, False):
+        st.switch_page("views/shap.py")
+
+
+# -------------------------------------------------------------- What-if verdict
+def verdict(ctx: ModelContext, values: tuple, at: float) -> tuple[str, float] | None:
+    """(class, probability of the sidebar's class) of one edited row at threshold ``at``, for a
+    binary classifier with probabilities; None otherwise. The row is predicted the sidebar's
+    class when that probability is at least ``at``."""
+    if ctx.task != "binary" or not hasattr(ctx.model, "predict_proba"):
+        return None
+    pos = class_index(ctx)
+    blank = tuple(v is None or (not isinstance(v, str) and bool(pd.isna(v))) for v in values)
+
+    def compute():
+        row = pd.DataFrame([[np.nan if b else v for v, b in zip(values, blank)]], columns=list(ctx.X.columns))
+        for col, dtype in ctx.X.dtypes.items():
+            try:
+                row[col] = row[col].astype(dtype)
+            except (TypeError, ValueError):  # a blank in an integer column stays a float NaN
+                pass
+        return ctx.adapter.with_output("proba", class_index=None).predict(row)[0]
+
+    key_values = tuple(None if b else v for v, b in zip(values, blank))
+    proba = result_cache().get_or_compute(("verdict", ctx.model_key, ctx.data_key, key_values), compute)
+    p = float(proba[pos])
+    classes = ctx.classes
+    return (classes[pos] if p >= at else classes[1 - pos]), p
+
+
+def rows_count(n: int) -> str:
+    """'1 row', '12 rows'."""
+    return f"{n:,} row" + ("" if n == 1 else "s")
+
+
+def class_frame(q) -> pd.DataFrame:
+    """The per-class table as the page shows it (one class against the rest)."""
+    return q.per_class.rename(columns={"class": "class", "precision": "precision", "recall": "recall", "f1": "F1",
+                                       "support": "rows of the class", "predicted": "rows predicted",
+                                       "roc_auc": "ROC AUC", "average_precision": "average precision"})

@@ -1,0 +1,113 @@
+"""Quality page: how good the model is on its data, and which rows it gets wrong."""
+import streamlit as st
+
+from dashboard import state
+from dashboard.figures import quality as qfig
+from dashboard.figures.style import fmt_number
+from dashboard.safe_text import md
+from dashboard.state import quality as qs
+
+qs.go_to_shap()  # the button below was pressed: its row on the SHAP page
+ctx = state.current()
+st.title("How good is the model?")
+if problem := qs.quality_problem(ctx):
+    st.info(problem, icon=":material/info:")
+    st.stop()
+
+classifier = ctx.task != "regression"
+if ctx.task == "binary":
+    pos = state.class_index(ctx)
+    st.caption(f"A row is predicted **{md(ctx.classes[pos])}** when its probability of that class is at least "
+               "the threshold (the class is the one picked in the sidebar).")
+    t = qs.threshold_slider()
+else:
+    t = None
+try:
+    q = qs.model_quality(ctx, t)
+except Exception as exc:
+    state.show_error(exc)
+    st.stop()
+left_out = [f"{q.n_left_out:,} row(s) without a target" if q.n_left_out else "",
+            f"{q.n_unknown:,} row(s) whose target is not a class of the model" if getattr(q, "n_unknown", 0) else ""]
+if any(left_out):
+    st.caption(f"Scored on {len(q.rows):,} rows; left out: {'; '.join(s for s in left_out if s)}.")
+
+m = q.metrics
+if classifier:
+    shown = ({"Accuracy": "accuracy", "Precision": "precision", "Recall": "recall", "Specificity": "specificity",
+              "F1": "f1", "ROC AUC": "roc_auc"} if ctx.task == "binary" else
+             {"Accuracy": "accuracy", "Balanced accuracy": "balanced_accuracy", "Macro F1": "macro_f1",
+              "ROC AUC (one vs rest)": "roc_auc_ovr", "Log loss": "log_loss"})
+else:
+    shown = {"R²": "r2", "MAE": "mae", "RMSE": "rmse", "MAPE": "mape", "Median abs. error": "median_ae",
+             "Max error": "max_error"}
+for col, (label, key) in zip(st.columns(len(shown)), shown.items()):
+    value = m[key]
+    col.metric(label, "not defined" if value is None else
+               f"{value:.1%}" if key == "mape" else fmt_number(value))
+if ctx.task == "multiclass":
+    st.dataframe(qs.class_frame(q), hide_index=True, key="quality_per_class")
+if not classifier and m["mape"] is None:
+    st.caption("MAPE is not defined: some targets are 0.")
+
+st.subheader("Show me the rows")
+if classifier:
+    cells = qs.cell_options(q)
+    k = len(q.classes)
+
+    def _on_click():
+        event = st.session_state.get("quality_confusion")
+        points = getattr(getattr(event, "selection", None), "points", None) if event is not None else None
+        if points is None and isinstance(event, dict):
+            points = event.get("selection", {}).get("points")
+        if (cell := qfig.cell_from_selection(points, k)) is not None:
+            st.session_state["quality_cell"] = cell
+
+    state.valid_choice("quality_cell", cells)
+    left, right = st.columns([2, 3])
+    picked = st.session_state.get("quality_cell", cells[0])
+    left.plotly_chart(qfig.confusion_figure(q, highlight=picked), key="quality_confusion", on_select=_on_click,
+                      selection_mode="points")
+    cell = right.selectbox("Cell of the confusion matrix (or click one)", cells, key="quality_cell",
+                           format_func=lambda c: qs.cell_label(q, c))
+    rows = qs.cell_rows(q, cell)
+else:
+    bands = qs.residual_bands(q)
+    options = list(range(len(bands)))
+    state.valid_choice("quality_band", options)
+    right = st
+    band = st.selectbox("Residual band", options, index=len(options) - 1, key="quality_band",
+                        format_func=lambda i: qs.band_label(bands.iloc[i]))
+    lo, hi = bands.low[band], bands.high[band]
+    rows = qs.band_rows(q, lo, hi)
+shown_rows = rows.head(qs.MAX_LISTED)
+right.caption(qs.rows_count(len(rows)) + (f", the {qs.MAX_LISTED} largest errors shown" if len(rows) > qs.MAX_LISTED
+                                       else "") + ", largest error first.")
+right.dataframe(shown_rows, hide_index=True, key="quality_rows_table")
+if len(rows):
+    o1, o2 = right.columns([1, 1])
+    row = o1.selectbox("Row", shown_rows.row.tolist(), key="quality_open_row")
+    o2.button("Open this row on the SHAP page", key="quality_open", icon=":material/waterfall_chart:",
+              on_click=qs.prepare_shap, args=(row,))
+
+if classifier:
+    st.subheader("Curves")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(qfig.roc_figure(q), key="quality_roc")
+    c2.plotly_chart(qfig.pr_figure(q), key="quality_pr")
+    c3, c4 = st.columns(2)
+    c3.plotly_chart(qfig.calibration_figure(q), key="quality_calibration")
+    c4.plotly_chart(qfig.gains_figure(q), key="quality_gains")
+else:
+    st.subheader("Predictions and residuals")
+    target = ctx.card.get("target") or "target"
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(qfig.predicted_actual_figure(q, target=target), key="quality_pred_actual")
+    c2.plotly_chart(qfig.residuals_figure(q, band=(lo, hi)), key="quality_resid_pred")
+    c3, c4 = st.columns(2)
+    state.valid_choice("quality_feature", list(ctx.X.columns))
+    feature = c3.selectbox("Residuals against", list(ctx.X.columns), key="quality_feature")
+    c3.plotly_chart(qfig.residuals_figure(q, qs.residual_feature(ctx, q, feature), x_name=feature, band=(lo, hi)),
+                    key="quality_resid_feature")
+    c4.plotly_chart(qfig.residual_histogram_figure(q), key="quality_resid_hist")
+    c4.dataframe(qs.quantile_frame(q), hide_index=True)
