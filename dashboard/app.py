@@ -33,6 +33,8 @@ session.note_chosen_files()  # before the page: the uploaders' files survive a p
 state.quiet_restored_widgets()
 state.keep_page_widgets()
 state.apply_url()
+if st.session_state.get("_segments_url_read") is None:  # a shared link's segments, once per session
+    st.session_state["_segments_url_read"] = state.segments_from_url() or ""
 
 PAGES_DIR = Path(__file__).resolve().parent / "views"
 # (file, title, icon, url path). The page files live in views/, not pages/:
@@ -92,6 +94,7 @@ with st.sidebar:
             "Output", choices, index=0, key=state.CLASS_INDEX,
             help="The model predicts several targets; the pages explain this one.",
         )
+    state.segment_picker(ctx)  # a segment to compare with the rest, where the user defined some
     st.caption(f"{md(ctx.card.get('model_type', ''))} · {ctx.task} · {len(ctx.X):,} rows")
     if getattr(ctx.adapter, "explained", None):
         st.caption(f"Explained: {md(ctx.adapter.explained)}")

@@ -114,3 +114,17 @@ from .interactions import report_section as interactions_report_section
 from .quality import model_quality, quality_problem
 from .quality import threshold as quality_threshold
 from .warmup import warm_kernels_in_background
+from .segments import (  # noqa: E402
+    NO_SEGMENT,
+    SEGMENT_ON,
+    SEGMENTS,
+    ActiveSegment,
+    active_segment,
+    add_segment,
+    remove_segment,
+    saved_segments,
+    segment_mask,
+    segment_picker,
+    segments_from_url,
+    segments_to_url,
+)
