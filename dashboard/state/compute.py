@@ -457,14 +457,27 @@ def sample_cost(ctx: ModelContext, method: str, n_rows: int) -> tuple[float, int
 
 
 def predict_seconds_per_row(ctx: ModelContext) -> float:
-    """Seconds the model takes to predict one row, measured once on up to 256 rows
-    (cached per model and data): what the pages multiply to know a view's cost."""
+    """Seconds one more row costs the model's predict (measured once: 256 rows against
+    2,048, so a call's fixed cost is left out; cached per model and data): what the
+    pages multiply to know a view's cost."""
     def probe() -> float:
         rows = sample_rows(ctx, min(256, len(ctx.X)))
+        big = pd.concat([rows] * max(1, 2048 // len(rows)), ignore_index=True)
         ctx.adapter.predict(rows.iloc[:2])  # a first call may pay one-time costs
-        t0 = time.perf_counter()
-        ctx.adapter.predict(rows)
-        return (time.perf_counter() - t0) / max(1, len(rows))
+
+        def took(frame) -> float:
+            best = np.inf
+            for _ in range(2):
+                t0 = time.perf_counter()
+                ctx.adapter.predict(frame)
+                best = min(best, time.perf_counter() - t0)
+            return best
+
+        # the cost of one more row (the computations predict in large batches), not of a call
+        small, large = took(rows), took(big)
+        if len(big) > len(rows):
+            return max(0.0, (large - small) / (len(big) - len(rows)))
+        return large / len(big)
 
     return float(result_cache().get_or_compute(("predict_cost", ctx.model_key, ctx.data_key), probe))
 
@@ -750,6 +763,168 @@ def comparison(model_key: str, data_key: str, labels: tuple, _results: list, _X)
     return compare_importances(_results, X=_X)
 
 
+# -------------------------------------------------------------------- segments
+def compared_segment(ctx: ModelContext):
+    """The sidebar's segment when it can be compared with the rest, else None.
+
+    When a segment is chosen but cannot be compared (too few rows in it or in the
+    rest, or it does not apply to this model and data), says why with ``st.info``
+    and returns None: the page then draws its all-rows view.
+    """
+    from dashboard.safe_text import md
+
+    from .segments import active_segment
+
+    try:
+        active = active_segment(ctx)
+    except ExplainerError as exc:
+        st.info(md(str(exc)), icon=":material/info:")
+        return None
+    if active is not None and active.problem:
+        st.info(f"{md(active.problem)} The page shows every row.", icon=":material/info:")
+        return None
+    return active
+
+
+def pdp_by_segment(ctx: ModelContext, active, feature: str, grid_resolution: int,
+                   percentiles: tuple[float, float], max_rows: int = PDP_MAX_ROWS):
+    """Partial dependence of one feature over the segment's rows and over the rest's:
+    ``(segment result, rest result)``, on the grid of every row (:func:`pdp`), so the two
+    curves share their x values (a categorical feature: the categories each part has).
+
+    Each part averages over its own rows (a seeded sample of ``max_rows`` above that),
+    without ICE; cached per model, data, segment and settings.
+    """
+    base = pdp(ctx, (feature,), grid_resolution, percentiles, max_rows)
+    categorical = base.feature_kinds[0] == "categorical"
+
+    def part(rows: np.ndarray):
+        from explainers.pdp import partial_dependence
+
+        X = ctx.X.iloc[rows]
+        grid = list(base.grid[0])
+        if categorical:  # a category the part lacks has no rows to average there
+            present = set(X[feature].dropna().tolist())
+            grid = [v for v in grid if v in present]
+        return partial_dependence(ctx.model, X, [feature], grid_resolution=grid_resolution, percentiles=percentiles,
+                                  custom_values={feature: grid}, categorical_features=[feature] if categorical else [],
+                                  kind="average", sample=max_rows if len(X) > max_rows else None, random_state=0)
+
+    key = ("pdp_segment", ctx.model_key, ctx.data_key, active.key, feature, grid_resolution, percentiles, max_rows)
+    return result_cache().get_or_compute(key, lambda: (part(active.rows), part(active.rest)))
+
+
+def _shap_rows(res, keep: np.ndarray):
+    """The rows ``keep`` (positions in the result) of a ShapResult."""
+    rows = np.asarray(res.params.get("rows", np.arange(res.n_rows)))[keep]
+    return replace(res, values=res.values[keep], base_values=res.base_values[keep],
+                   predictions=res.predictions[keep], missing=res.missing[keep], data=res.data.iloc[keep],
+                   params={**res.params, "rows": rows.tolist()})
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentSample:
+    """A SHAP sample split by a segment: ``segment`` and ``rest`` (ShapResults, None when
+    ``problem``), the rows of each in the sample, and why they cannot be compared."""
+
+    segment: object
+    rest: object
+    n_segment: int
+    n_rest: int
+    problem: str | None
+
+
+def split_sample(res, mask: np.ndarray, min_rows: int | None = None) -> SegmentSample:
+    """Split a sample's SHAP values (``params["rows"]``: positions in the data) by a
+    segment's mask over the data; too few rows on a side gives ``problem`` instead."""
+    from .segments import MIN_SEGMENT_ROWS
+
+    least = MIN_SEGMENT_ROWS if min_rows is None else min_rows
+    rows = np.asarray(res.params.get("rows", np.arange(res.n_rows)), dtype=np.int64)
+    inside = np.asarray(mask, dtype=bool)[rows]
+    k, m = int(inside.sum()), int((~inside).sum())
+    if k < least or m < least:
+        return SegmentSample(None, None, k, m, (
+            f"The sample of {len(rows):,} rows holds {k:,} of the segment's rows and {m:,} of the rest's; at "
+            f"least {least:,} of each are needed to compare them. Raise the number of rows in the sample."))
+    return SegmentSample(_shap_rows(res, np.flatnonzero(inside)), _shap_rows(res, np.flatnonzero(~inside)), k, m, None)
+
+
+def shap_sample_by_segment(ctx: ModelContext, active, n_rows: int, method: str, sample) -> SegmentSample:
+    """:func:`split_sample` of the page's SHAP sample (:func:`explain_sample` of ``n_rows``
+    rows with ``method``), cached per model, data, segment and settings."""
+    key = ("shap_segment", ctx.model_key, ctx.data_key, active.key, int(n_rows), method)
+    return result_cache().get_or_compute(key, lambda: split_sample(sample, active.mask))
+
+
+#: the Importance page's methods that can be computed on a segment's rows (the others read the training split)
+SEGMENT_IMPORTANCE_METHODS = ("permutation", "shap")
+
+
+def _holdout_positions(ctx: ModelContext) -> np.ndarray:
+    """Positions of the held-out rows (see :func:`split_rows`) in the data as loaded."""
+    n_train = ctx.card.get("n_train")
+    return np.arange(int(n_train), len(ctx.X)) if n_train else np.arange(len(ctx.X))
+
+
+def _segment_importance(ctx: ModelContext, active, method: str, n_repeats: int, max_rows: int, progress):
+    """(segment, rest) ImportanceResults of one method; ExplainerError when it cannot be compared."""
+    from explainers import importance as imp
+
+    from .segments import MIN_SEGMENT_ROWS
+
+    if method == "shap":
+        parts = split_sample(explain_sample(ctx, max_rows, "auto", progress), active.mask)
+        if parts.problem:
+            raise ExplainerError(parts.problem.replace("Raise the number of rows in the sample.",
+                                                       "Raise the rows used (Settings)."))
+        return imp.shap_importance(parts.segment), imp.shap_importance(parts.rest)
+    if ctx.y is None:
+        raise ExplainerError("Permutation importance needs the target: pick the target column on the Model page.")
+    from explainers.importance._common import missing_target
+
+    held = _holdout_positions(ctx)
+    held = held[~missing_target(ctx.y.to_numpy()[held])]
+    out = []
+    for which, mask in (("segment", active.mask), ("rest", ~active.mask)):
+        pos = held[mask[held]]
+        if len(pos) < MIN_SEGMENT_ROWS:
+            raise ExplainerError(
+                f"The {which} has {len(pos):,} held-out row{'' if len(pos) == 1 else 's'} with a target; holdout "
+                f"permutation needs at least {MIN_SEGMENT_ROWS:,} on each side to compare the segment with the rest.")
+        pos = pos[_seeded_rows(len(pos), max_rows)]
+        out.append(imp.permutation_importance(ctx.model, ctx.X.iloc[pos], ctx.y.iloc[pos], n_repeats=n_repeats,
+                                              random_state=0, progress=progress))
+    return tuple(out)
+
+
+def importances_by_segment(ctx: ModelContext, active, methods, n_repeats: int, max_rows: int, bar,
+                           page: str = "importance") -> tuple[list, list]:
+    """Mean |SHAP| and holdout permutation on the segment's rows and on the rest's, with the
+    same settings as the page's: ``([(segment result, rest result)], [(label, reason)] skipped)``.
+
+    Cached per model, data, segment, method and settings; reasons worded for ``page``.
+    """
+    from dashboard.messages import for_page
+
+    pairs, skipped = [], []
+    wanted = [m for m in methods if m in SEGMENT_IMPORTANCE_METHODS]
+    for i, method in enumerate(wanted):
+        label = importance_label(ctx, method)
+        progress = ProgressBar(bar, f"{label}, segment and rest")
+        bar.progress(i / len(wanted), text=f"{label}, segment and rest…")
+        key = ("importance_segment", ctx.model_key, ctx.data_key, active.key, method,
+               n_repeats if method == "permutation" else 0, max_rows)
+        try:
+            pairs.append(result_cache().get_or_compute(
+                key, lambda m=method, p=progress: _segment_importance(ctx, active, m, n_repeats, max_rows, p)))
+        except ExplainerError as exc:
+            skipped.append((label, for_page(exc, page)))
+        except Exception as exc:  # never a traceback on the page
+            skipped.append((label, for_page(error_message(exc), page)))
+    return pairs, skipped
+
+
 # --------------------------------------------------------------------- report
 def report_html(ctx: ModelContext, feature: str, row: int, wanted: tuple[bool, ...], bar):
     """The report, built once per choice: a :class:`dashboard.report.Built` (the HTML document,
@@ -760,7 +935,25 @@ def report_html(ctx: ModelContext, feature: str, row: int, wanted: tuple[bool, .
     """
     ci = pdp_class(ctx)
     key = ("report", ctx.model_key, ctx.data_key, feature, row, ci, wanted)
-    return result_cache().get_or_compute(key, lambda: _build_report(ctx, feature, row, wanted, ci, bar))
+    built = result_cache().get_or_compute(key, lambda: _build_report(ctx, feature, row, wanted, ci, bar))
+    return _with_segments(ctx, built, wanted)
+
+
+def _with_segments(ctx: ModelContext, built, wanted):
+    """The report with the session's segments added (unless nothing is ticked): outside the
+    report's cache key, since segments are added and removed without its choices changing."""
+    from dashboard import report
+
+    from .segment_views import report_section
+
+    if not any(wanted):
+        return built
+    try:
+        section = report_section(ctx)
+    except Exception as exc:
+        notice = f"Segments left out: {error_message(exc)}"
+        return report.Built(built.html, built.outline, built.notices + (notice,), built.n_sections)
+    return report.add_sections(built, [section] if section is not None else [])
 
 
 def _build_report(ctx: ModelContext, feature: str, row: int, wanted, ci, bar):

@@ -59,8 +59,7 @@ def interaction_method(ctx: ModelContext) -> tuple[str | None, str]:
     p = ctx.X.shape[1]
     if p < 2:
         return None, (f"Interactions need at least two features; this model has {p}.")
-    numeric = all(ctx.X[c].dtype.kind in "biuf" for c in ctx.X.columns)
-    if TreeShap.supports(ctx.model) and numeric:
+    if TreeShap.supports(ctx.model):  # categorical columns included: the trees encode them
         return "tree", "tree SHAP (exact for tree models; path-dependent, no background needed)"
     if p <= EXACT_MAX_FEATURES:
         return "exact", (f"exact SHAP: every coalition of the {p} features, with a background of "
@@ -78,6 +77,30 @@ def shap_rows_used(ctx: ModelContext, method: str | None, n_rows: int) -> int:
         per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X))
         n = min(n, max(20, EXACT_EVAL_BUDGET // per_row))
     return max(1, min(n, len(ctx.X)))
+
+
+def interaction_cost(ctx: ModelContext, measure: str, n_rows: int) -> tuple[float, int]:
+    """(estimated seconds, rows that fit in about 10 s) of the page's computation: exact SHAP
+    interactions predict every coalition of every row over the background; a brute-force
+    H statistic about (pairs + features) x rows² predictions. Tree models cost next to
+    nothing (compiled walks): 0."""
+    from math import comb, sqrt
+
+    from .compute import SLOW_VIEW_S, predict_seconds_per_row
+
+    method, _ = interaction_method(ctx)
+    if method == "tree":
+        return 0.0, int(n_rows)
+    per_pred = predict_seconds_per_row(ctx)
+    if measure == SHAP_MEASURE and method == "exact":
+        per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * per_pred
+        n = shap_rows_used(ctx, method, n_rows)
+        return n * per_row, max(20, int(SLOW_VIEW_S / per_row)) if per_row > 0 else int(n_rows)
+    n_f = min(ctx.X.shape[1], MAX_FEATURES)
+    per_sq = (comb(n_f, 2) + n_f) * per_pred  # seconds per (row count)²
+    n = h_rows_used(ctx, n_rows)
+    fits = int(sqrt(SLOW_VIEW_S / per_sq)) if per_sq > 0 else int(n_rows)
+    return per_sq * n * n, max(20, fits)
 
 
 def h_rows_used(ctx: ModelContext, n_rows: int) -> int:

@@ -180,7 +180,7 @@ def on_load_chosen() -> None:
 # ------------------------------------------------------------ page widgets
 #: widget keys of the pages, kept when the user goes to another page and back
 PAGE_KEY_PREFIXES = ("pdp_", "shap_", "imp_", "whatif_", "rep_", "ia_", "quality_")
-_NOT_KEPT = {"rep_download", "quality_open", "quality_confusion", "imp_fewer", "imp_go", "shap_fewer"}  # buttons and chart selections cannot be given a value
+_NOT_KEPT = {"rep_download", "quality_open", "quality_confusion", "imp_fewer", "imp_go", "shap_fewer", "ia_fewer", "ia_go"}  # buttons and chart selections cannot be given a value
 _KEPT = "kept::"
 
 

@@ -39,6 +39,22 @@ n_rows = int(c2.number_input(
 if method is None:
     st.info(md(reason), icon=":material/info:")
 
+with st.spinner("Measuring how long the model takes…"):
+    try:
+        cost, fits = ia.interaction_cost(ctx, measure, n_rows)
+    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+        cost, fits = 0.0, n_rows
+if cost > state.SLOW_VIEW_S and st.session_state.get("ia_go_for") != (ctx.key, measure, n_rows):
+    st.warning(f"With {n_rows:,} rows this takes about **{state.fmt_seconds(cost)}** for this model (measured on "
+               f"a few rows). About {fits:,} rows take {state.fmt_seconds(state.SLOW_VIEW_S)}.",
+               icon=":material/timer:")
+    g1, g2 = st.columns(2)
+    if fits < n_rows:
+        g1.button(f"Use {fits:,} rows", key="ia_fewer", on_click=st.session_state.__setitem__, args=(rows_key, fits))
+    g2.button("Compute anyway", key="ia_go", on_click=st.session_state.__setitem__,
+              args=("ia_go_for", (ctx.key, measure, n_rows)))
+    st.stop()
+
 bar = st.progress(0.0, text="Computing interactions…")
 shap_res = None
 if method is not None:

@@ -51,3 +51,17 @@ def test_shap_global_view_estimates_and_offers_fewer_rows(slow):
     assert fewer and fewer[0].label == "Use 200 rows"  # 10 s / 0.05 s a row
     fewer[0].click().run()
     assert at.number_input(key="shap_n").value == 200 and not at.exception
+
+
+def test_interactions_page_waits_for_a_slow_model(monkeypatch):
+    """Exact SHAP interactions of a 10-feature model: every coalition (1,024) of every row over
+    30 background rows; at 10 µs a prediction, 0.31 s a row."""
+    monkeypatch.setattr(compute, "predict_seconds_per_row", lambda ctx: 1e-5)
+    at = open_page("views/interactions.py", demo="diabetes_linear")
+    assert any("takes about **40 s**" in w for w in _warnings(at)), _warnings(at)  # 130 rows (the budget)
+    assert not at.get("plotly_chart")
+    fewer = [b for b in at.button if b.label.startswith("Use ")]
+    assert fewer and fewer[0].label == "Use 32 rows"  # 10 s / 0.307 s a row
+    fewer[0].click().run()
+    assert at.number_input(key="ia_rows_exact").value == 32
+    assert at.get("plotly_chart") and not at.exception
