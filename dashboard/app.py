@@ -43,7 +43,8 @@ PAGES_DIR = Path(__file__).resolve().parent / "views"
 # without this entry script or shows "Page not found".
 SECTIONS = {
     "Model": [("model.py", "Model", ":material/deployed_code:", "overview"),
-              ("quality.py", "Quality", ":material/fact_check:", "quality")],
+              ("quality.py", "Quality", ":material/fact_check:", "quality"),
+              ("segments.py", "Segments", ":material/filter_alt:", "segments")],
     "Effects": [("pdp.py", "PDP / ICE / ALE", ":material/show_chart:", "effects"),
                 ("interactions.py", "Interactions", ":material/hub:", "interactions")],
     "Attribution": [("shap.py", "SHAP", ":material/waterfall_chart:", "attribution"),

@@ -78,14 +78,41 @@ def build_report(title: str, summary: dict, sections: list[Section], notices: li
                      + "".join(f"<li>{html.escape(str(n))}</li>" for n in notices) + "</ul>")
     plotly_js_included = False
     for sec in sections:
-        parts.append(f"<h2>{html.escape(sec.heading)}</h2>")
-        if sec.caption:
-            parts.append(f"<p class='caption'>{html.escape(sec.caption)}</p>")
-        if sec.figure is not None:
-            parts.append(sec.figure.to_html(full_html=False, include_plotlyjs=not plotly_js_included,
-                                            config={"displaylogo": False, "responsive": True}))
-            plotly_js_included = True
-        if sec.table is not None:
-            parts.append(sec.table.to_html(float_format=lambda v: f"{v:.4g}", border=0))
-    parts.append("</body></html>")
+        parts += _section_html(sec, include_plotlyjs=not plotly_js_included)
+        plotly_js_included = plotly_js_included or sec.figure is not None
+    parts.append(_END)
     return "\n".join(parts)
+
+
+_END = "</body></html>"
+
+
+def _section_html(sec: Section, *, include_plotlyjs: bool) -> list[str]:
+    """One section's HTML: its heading, caption, figure (with plotly.js if asked) and table."""
+    parts = [f"<h2>{html.escape(sec.heading)}</h2>"]
+    if sec.caption:
+        parts.append(f"<p class='caption'>{html.escape(sec.caption)}</p>")
+    if sec.figure is not None:
+        parts.append(sec.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs,
+                                        config={"displaylogo": False, "responsive": True}))
+    if sec.table is not None:
+        parts.append(sec.table.to_html(float_format=lambda v: f"{v:.4g}", border=0))
+    return parts
+
+
+def add_sections(built: Built, sections: list[Section]) -> Built:
+    """``built`` with ``sections`` appended at the end of the report (and of its outline).
+
+    For parts that change without the report's own choices changing (the session's
+    segments): the report is cached per choice, these are added to it afterwards.
+    Tables only: plotly.js may be in the report already, or not at all.
+    """
+    if not sections:
+        return built
+    if any(sec.figure is not None for sec in sections):
+        raise ValueError("add_sections adds tables and text only; put figures in build_report's sections.")
+    extra = "\n".join(part for sec in sections for part in _section_html(sec, include_plotlyjs=False))
+    head, end, tail = built.html.rpartition(_END)
+    doc = f"{head}{extra}\n{end}{tail}" if end else f"{built.html}\n{extra}"
+    return Built(doc, built.outline + tuple((sec.heading, sec.caption) for sec in sections), built.notices,
+                 built.n_sections + len(sections))

@@ -194,3 +194,43 @@ def agreement_heatmap_figure(comparison: ImportanceComparison, kind: str = "spea
     fig.update_xaxes(side="bottom", tickangle=-30, automargin=True)
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig
+
+
+def segment_importance_figure(segment: ImportanceResult, rest: ImportanceResult, *, segment_name: str) -> go.Figure:
+    """One method's importance on a segment's rows beside the rest's, in the method's own units.
+
+    Grouped horizontal bars, features ordered by the mean of the two (most important on
+    top), error bars from each result's std.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two bar traces, "Segment: <name>" then "Rest", whose ``x`` are each result's
+        ``importances`` for the features in ``y``.
+    """
+    from .quality import REST_COLOUR, SEGMENT_COLOUR, segment_names
+
+    feats = list(segment.feature_names)
+    rest_pos = [list(rest.feature_names).index(f) for f in feats]
+    vals = [np.asarray(segment.importances, float), np.asarray(rest.importances, float)[rest_pos]]
+    errs = [np.asarray(segment.std, float), np.asarray(rest.std, float)[rest_pos]]
+    order = np.argsort(-(vals[0] + vals[1]), kind="stable")
+    fmt = d3_format(scale_of(*vals, *errs))
+    fig = go.Figure()
+    for v, e, name, colour, r in zip(vals, errs, segment_names(segment_name), (SEGMENT_COLOUR, REST_COLOUR),
+                                     (segment, rest)):
+        n = r.params.get("n_rows")
+        fig.add_trace(go.Bar(
+            name=name, y=[plot(feats[j]) for j in order], x=v[order], orientation="h", marker_color=colour,
+            error_x=dict(type="data", array=e[order], visible=True, color="#444444", thickness=1.2, width=3),
+            hovertemplate=(f"<b>%{{y}}</b><br>{name}{f' ({n:,} rows)' if n else ''}: %{{x:{fmt}}} ± "
+                           f"%{{error_x.array:{fmt}}}<extra></extra>")))
+    fig.update_layout(
+        template="plotly_white", barmode="group", font=FONT, bargap=0.25,
+        title=f"{plot(segment.label)}: segment against the rest",
+        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
+        height=int(min(2400, max(320, 120 + len(feats) * 38))), margin=dict(l=10, r=20, t=90, b=50))
+    fig.update_xaxes(title_text=f"Importance ({plot(segment.label)})", tickformat=fmt, zeroline=True,
+                     zerolinecolor="#888888")
+    fig.update_yaxes(title_text="Feature", autorange="reversed", automargin=True)
+    return fig

@@ -607,3 +607,58 @@ def pdp_to_csv(result, *, include_ice: bool = False) -> str:
                 part[f"ice_row_{int(r)}"] = row
         frames.append(pd.DataFrame(part))
     return csv_text(pd.concat(frames, ignore_index=True), index=False)
+
+
+# ============================================================================
+# A segment against the rest
+# ============================================================================
+
+def pdp_segment_figure(segment, rest, *, segment_name: str, class_index: int | None = None) -> go.Figure:
+    """Partial dependence of one feature averaged over a segment's rows against the rest's.
+
+    Parameters
+    ----------
+    segment, rest : PartialDependenceResult
+        One-feature results over each part's rows, on one grid (see
+        :func:`dashboard.state.compute.pdp_by_segment`).
+    segment_name : str
+        Named in the legend: "Segment: <name>" and "Rest".
+    class_index : int, default=None
+        Output to show; by default the positive class of a binary model, the first
+        class of a multiclass one.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two traces (lines, or grouped bars for a categorical feature), segment first,
+        whose ``y`` are each result's ``average``.
+    """
+    from .quality import REST_COLOUR, SEGMENT_COLOUR, segment_names
+
+    func = "pdp_segment_figure"
+    _check_pdp_args(segment, 0, func)
+    pos, label = _pick_one_output(segment, class_index, func)
+    name = plot(segment.feature_names[0])
+    categorical = segment.feature_kinds[0] == "categorical"
+    fig = go.Figure()
+    ys = []
+    for res, trace_name, colour in zip((segment, rest), segment_names(segment_name), (SEGMENT_COLOUR, REST_COLOUR)):
+        x = _axis_values(res.grid[0], categorical)
+        avg = np.asarray(_take(res.average, pos), dtype=float)
+        ys.append(avg)
+        n = len(res.row_indices)
+        hover = (f"{trace_name} ({n:,} rows)<br>{name}: %{{x{'' if categorical else ':' + _spec(x)}}}<br>"
+                 f"partial dependence: %{{y:{_spec(avg)}}}<br>rows of it here: %{{customdata}}<extra></extra>")
+        if categorical:
+            fig.add_trace(go.Bar(x=x, y=avg, name=trace_name, marker_color=colour, customdata=res.counts,
+                                 hovertemplate=hover))
+        else:
+            fig.add_trace(go.Scatter(x=x, y=avg, mode="lines+markers", name=trace_name, customdata=res.counts,
+                                     line=dict(color=colour, width=4), marker=dict(size=5, color=colour),
+                                     hovertemplate=hover))
+    if categorical:
+        fig.update_layout(barmode="group")
+    fig = _layout(fig, f"Partial dependence on {name}: segment against the rest", name,
+                  f"partial dependence: {label}")
+    _number_axes(fig, None if categorical else _axis_values(segment.grid[0], False), ys)
+    return fig

@@ -236,3 +236,64 @@ def residual_histogram_figure(q, *, quantiles=(0.05, 0.25, 0.5, 0.75, 0.95)) -> 
                       annotation_text=f"{a:.0%}: {fmt_number(v, scale)}", annotation_position="top",
                       annotation_font_size=11)
     return _layout(fig, "Residuals (actual − predicted) and their quantiles", "residual", "rows", showlegend=False)
+
+
+# ------------------------------------------------------- a segment and the rest
+from .style import REST_COLOUR, SEGMENT_COLOUR  # noqa: E402  (the segment's and the rest's colours)
+
+
+def segment_names(segment_name: str) -> tuple[str, str]:
+    """The legend names of the segment and of the rest (escaped for Plotly)."""
+    return f"Segment: {plot(segment_name)}", "Rest"
+
+
+def confusion_segment_figure(q_segment, q_rest, *, segment_name: str) -> go.Figure:
+    """The confusion matrix of the segment's rows beside the rest's: counts and each cell's
+    share of its actual class, the segment in orange, the rest in blue."""
+    from plotly.subplots import make_subplots
+
+    labels = [plot(c) for c in q_segment.classes]
+    k = len(labels)
+    names = segment_names(segment_name)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=[
+        f"{n} ({len(q.rows):,} rows)" for n, q in zip(names, (q_segment, q_rest))])
+    for col, (q, name, colour) in enumerate(zip((q_segment, q_rest), names, (SEGMENT_COLOUR, REST_COLOUR)), start=1):
+        m = q.confusion.matrix
+        totals = m.sum(axis=1, keepdims=True)
+        share = np.divide(m, totals, out=np.zeros(m.shape, float), where=totals > 0)
+        text = [[f"{int(m[i, j]):,}<br>({share[i, j]:.0%})" for j in range(k)] for i in range(k)]
+        fig.add_trace(go.Heatmap(
+            z=m, x=labels, y=labels, text=text, texttemplate="%{text}", name=name, showscale=False,
+            colorscale=[[0.0, "#FFFFFF"], [1.0, colour]], xgap=2, ygap=2,
+            hovertemplate=f"{name}<br>actual %{{y}}, predicted %{{x}}: %{{z:,}} rows<extra></extra>"), 1, col)
+        fig.update_xaxes(type="category", title_text="predicted", row=1, col=col)
+        fig.update_yaxes(type="category", autorange="reversed", title_text="actual" if col == 1 else None,
+                         row=1, col=col)
+    title = ("Confusion matrix, segment against the rest" + (f", at threshold {q_segment.threshold:.2f}"
+                                                              if q_segment.threshold is not None else ""))
+    fig.update_layout(title=dict(text=title), font=FONT, template="plotly_white", height=max(320, 90 * k + 140),
+                      margin=dict(l=60, r=20, t=90, b=50))
+    return fig
+
+
+def predicted_actual_segment_figure(q_segment, q_rest, *, segment_name: str, target: str = "target") -> go.Figure:
+    """Each row's prediction against its target, the segment's rows (orange, on top) over the
+    rest's (blue), with the line where they are equal; R² of each in the legend."""
+    lo = float(min(q.y_true.min() for q in (q_segment, q_rest)))
+    lo = min(lo, float(min(q.y_pred.min() for q in (q_segment, q_rest))))
+    hi = float(max(max(q.y_true.max(), q.y_pred.max()) for q in (q_segment, q_rest)))
+    fmt = d3_format(scale_of(q_segment.y_true, q_rest.y_true, q_segment.y_pred, q_rest.y_pred))
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=GUESS, name="predicted = actual",
+                             hoverinfo="skip"))
+    names = segment_names(segment_name)
+    for q, name, colour, opacity in ((q_rest, names[1], REST_COLOUR, 0.35), (q_segment, names[0], SEGMENT_COLOUR, 0.8)):
+        s = _sample(len(q.rows))
+        fig.add_trace(go.Scatter(
+            x=q.y_true[s], y=q.y_pred[s], mode="markers", name=name, customdata=q.rows[s],
+            marker=dict(color=colour, size=6, opacity=opacity),
+            hovertemplate=f"{name}<br>row %{{customdata}}<br>actual %{{x:{fmt}}}<br>predicted %{{y:{fmt}}}"
+                          "<extra></extra>"))
+    return _layout(fig, f"Predicted against actual: segment (R² {fmt_number(q_segment.metrics['r2'])}) and rest "
+                        f"(R² {fmt_number(q_rest.metrics['r2'])})", f"actual {plot(target)}",
+                   f"predicted {plot(target)}", legend=dict(x=0.02, y=0.98))

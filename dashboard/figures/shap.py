@@ -580,3 +580,45 @@ def dependence_figure(
     if pd.api.types.is_numeric_dtype(xv):
         fig.update_xaxes(tickformat=d3_format(scale_of(xv)))
     return fig
+
+
+# ------------------------------------------------------- a segment and the rest
+def mean_abs_segment_figure(segment: ShapResult, rest: ShapResult, *, segment_name: str,
+                            class_index: int | None = None, max_display: int = 20) -> go.Figure:
+    """Mean |SHAP value| per feature over a segment's rows beside the rest's (grouped bars).
+
+    Features are ordered by the mean of the two, largest at the top; the rows of each
+    are in the title. For several outputs, ``class_index`` picks one (default: the
+    positive class of a binary model, else the first).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two horizontal Bar traces, "Segment: <name>" then "Rest", whose ``x`` equal each
+        result's ``mean_abs()`` for the shown features.
+    """
+    from .quality import REST_COLOUR, SEGMENT_COLOUR, segment_names
+
+    func = "mean_abs_segment_figure"
+    _check_max_display(max_display, func, 1)
+    seg, label = _one_output(segment, class_index, func)
+    rst, _ = _one_output(rest, class_index, func)
+    imps = [seg.mean_abs(), rst.mean_abs()]
+    order = np.argsort(-(imps[0] + imps[1]), kind="stable")[:max_display][::-1]
+    scale = scale_of(*imps)
+    names = [plot(seg.feature_names[j]) for j in order]
+    fig = go.Figure()
+    for imp, name, colour, n in zip(imps, segment_names(segment_name), (SEGMENT_COLOUR, REST_COLOUR),
+                                    (seg.n_rows, rst.n_rows)):
+        fig.add_trace(go.Bar(
+            x=imp[order], y=names, orientation="h", marker_color=colour, name=name,
+            hovertext=[f"<b>{f}</b><br>{name} ({n:,} rows): {fmt_number(v, scale)}" for f, v in zip(names, imp[order])],
+            hovertemplate="%{hovertext}<extra></extra>"))
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0.0,
+                                                   traceorder="normal"))
+    fig.update_yaxes(automargin=True)
+    fig = _layout(fig, f"Mean |SHAP value|: segment ({seg.n_rows:,} rows) against the rest ({rst.n_rows:,} rows)",
+                  f"mean |SHAP value| ({_output_title(seg, label)})", height=140 + 44 * max(len(order), 3))
+    fig.update_layout(showlegend=True, margin=dict(t=90))
+    _few_ticks(fig, 0.0, (scale or 1.0) * 1.04, scale, max_ticks=4)
+    return fig

@@ -156,3 +156,7 @@ def nice_ticks(lo: float, hi: float, max_ticks: int = 5) -> list[float]:
 def text_width_px(text: str, size: float = FONT["size"]) -> float:
     """A generous estimate of a label's width in pixels (no browser here to measure it)."""
     return 0.62 * size * len(str(text))
+
+#: the compared segment and the rest of the rows, on every page's figures
+SEGMENT_COLOUR = PALETTE[4]  # orange
+REST_COLOUR = PALETTE[0]  # blue

@@ -109,6 +109,46 @@ def model_quality(ctx: ModelContext, threshold: float | None = None, positive: i
                                             class_index=positive, n_bins=N_BINS))
 
 
+def segment_quality(ctx: ModelContext, active, threshold: float | None = None, positive: int | None = None):
+    """``(segment's quality, rest's quality)``: :func:`model_quality` computed on the segment's
+    rows and on the others' (same threshold and class), from the cached predictions; cached
+    per model, data, segment, threshold and class. The results' ``rows`` are positions in
+    the data as loaded, as the all-rows result's are."""
+    from dataclasses import replace
+
+    pred = _predictions(ctx)
+    y = ctx.y
+    if ctx.task == "regression":
+        def part(rows):
+            q = regression_quality(y.iloc[rows], pred[rows])
+            return replace(q, rows=rows[q.rows])
+
+        key = ("quality_segment", ctx.model_key, ctx.data_key, active.key)
+    else:
+        positive = class_index(ctx) if positive is None else positive
+        t = DEFAULT_THRESHOLD if threshold is None else round(float(threshold), 2)
+
+        def part(rows):
+            q = classification_quality(y.iloc[rows], pred[rows], list(ctx.adapter.classes), threshold=t,
+                                       class_index=positive, n_bins=N_BINS)
+            return replace(q, rows=rows[q.rows])
+
+        key = ("quality_segment", ctx.model_key, ctx.data_key, active.key, t if ctx.task == "binary" else None,
+               positive, N_BINS)
+    return result_cache().get_or_compute(key, lambda: (part(active.rows), part(active.rest)))
+
+
+def segment_metrics_frame(q_segment, q_rest, shown: dict, segment_name: str) -> pd.DataFrame:
+    """The metrics ``shown`` ({label: key of ``q.metrics``}) of the segment and of the rest,
+    side by side (one row per metric, "rows" first); a metric not defined is empty."""
+    def column(q):
+        return [float(len(q.rows))] + [np.nan if q.metrics.get(k) is None else float(q.metrics[k])
+                                       for k in shown.values()]
+
+    return pd.DataFrame({f"Segment: {segment_name}": column(q_segment), "Rest": column(q_rest)},
+                        index=pd.Index(["Rows scored", *shown], name="metric"))
+
+
 def residual_feature(ctx: ModelContext, q, feature: str) -> np.ndarray:
     """The values of ``feature`` in the rows the quality result used (for residuals against it)."""
     return ctx.X[feature].to_numpy()[q.rows]

@@ -3,11 +3,13 @@ import streamlit as st
 
 from dashboard import figures, messages, state
 from dashboard.safe_text import csv_text, file_name, md
-from dashboard.state.compute import importance_methods, left_out_notices
+from dashboard.figures.importance import segment_importance_figure
+from dashboard.state.compute import compared_segment, importance_methods, importances_by_segment, left_out_notices
 
 ctx = state.current()
 st.title("Which features matter?")
 st.caption("Each method answers a different question; where they disagree, the reason is named.")
+seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
 
 with st.expander("Settings", expanded=False):
     c1, c2, c3 = st.columns(3)
@@ -83,3 +85,15 @@ else:  # one method, or methods that cannot be compared: each on its own
         st.download_button("Download (CSV)" if len(results) == 1 else f"Download {md(r.label)} (CSV)",
                            csv_text(r.to_frame()).encode(), key=f"imp_csv_{i}", mime="text/csv",
                            file_name=file_name(f"importance_{ctx.name}" + ("" if i == 0 else f"_{r.method}") + ".csv"))
+
+if seg is not None:
+    st.subheader(f"Segment {md(seg.name)} against the rest")
+    st.caption("Holdout permutation and mean |SHAP| computed on the segment's rows and on the rest's, with the "
+               "settings above; MDI and out-of-bag importance read the training split, not a segment.")
+    bar = st.progress(0.0, text="Importance of the segment and of the rest…")
+    pairs, skipped = importances_by_segment(ctx, seg, methods, int(n_repeats), int(max_rows), bar)
+    bar.empty()
+    for label, reason in skipped:
+        st.caption(f"**{md(label)}** of the segment not shown: {md(reason)}")
+    for i, (seg_res, rest_res) in enumerate(pairs):
+        st.plotly_chart(segment_importance_figure(seg_res, rest_res, segment_name=seg.name), key=f"imp_segment_{i}")

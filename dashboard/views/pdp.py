@@ -2,7 +2,9 @@
 import streamlit as st
 
 from dashboard import figures, state
-from dashboard.safe_text import file_name
+from dashboard.figures.pdp import pdp_segment_figure
+from dashboard.safe_text import file_name, md
+from dashboard.state.compute import compared_segment, pdp_by_segment
 
 ctx = state.current()
 st.title("How does the prediction move with a feature?")
@@ -31,6 +33,7 @@ max_rows = int(c5.number_input("Rows", min(50, rows_hi), rows_hi, min(n_rows, st
                                "behind the curves; fewer rows, a faster first view."))
 features = (f1, f2) if two_d else (f1,)
 ci = state.pdp_class(ctx)
+seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
 
 try:
     with st.spinner("Computing partial dependence…"):
@@ -38,6 +41,20 @@ try:
 except Exception as exc:
     state.show_error(exc)
     st.stop()
+
+if seg is not None and two_d:
+    st.info("The segment is compared with the rest for one feature: pick no second feature to see its curve "
+            "against the rest's. Below, every row.", icon=":material/info:")
+elif seg is not None:
+    try:
+        with st.spinner("Partial dependence of the segment and of the rest…"):
+            seg_res, rest_res = pdp_by_segment(ctx, seg, f1, int(grid), (lo / 100, hi / 100), max_rows)
+        st.plotly_chart(pdp_segment_figure(seg_res, rest_res, segment_name=seg.name, class_index=ci),
+                        key="pdp_segment")
+        st.caption(f"Segment {md(seg.name)}: {len(seg_res.row_indices):,} rows behind each point; the rest: "
+                   f"{len(rest_res.row_indices):,}; on the grid of every row. Below, every row.")
+    except Exception as exc:
+        state.show_error(exc)
 
 if two_d:
     o1, o2, o3 = st.columns(3)

@@ -6,6 +6,7 @@ from dashboard.figures import quality as qfig
 from dashboard.figures.style import fmt_number
 from dashboard.safe_text import md
 from dashboard.state import quality as qs
+from dashboard.state.compute import compared_segment
 
 qs.go_to_shap()  # the button below was pressed: its row on the SHAP page
 ctx = state.current()
@@ -22,6 +23,7 @@ if ctx.task == "binary":
     t = qs.threshold_slider()
 else:
     t = None
+seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
 try:
     q = qs.model_quality(ctx, t)
 except Exception as exc:
@@ -49,6 +51,20 @@ if ctx.task == "multiclass":
     st.dataframe(qs.class_frame(q), hide_index=True, key="quality_per_class")
 if not classifier and m["mape"] is None:
     st.caption("MAPE is not defined: some targets are 0.")
+if seg is not None:
+    st.subheader(f"Segment {md(seg.name)} against the rest")
+    try:
+        q_seg, q_rest = qs.segment_quality(ctx, seg, t)
+    except Exception as exc:
+        state.show_error(exc)
+    else:
+        table = qs.segment_metrics_frame(q_seg, q_rest, shown, seg.name)
+        st.dataframe(table, key="quality_segment_metrics",
+                     column_config={c: st.column_config.NumberColumn(format="%.4g") for c in table.columns})
+        st.plotly_chart(qfig.confusion_segment_figure(q_seg, q_rest, segment_name=seg.name) if classifier else
+                        qfig.predicted_actual_segment_figure(q_seg, q_rest, segment_name=seg.name,
+                                                             target=ctx.card.get("target") or "target"),
+                        key="quality_segment_figure")
 
 st.subheader("Show me the rows")
 if classifier:

@@ -4,7 +4,8 @@ import streamlit as st
 from dashboard import figures, messages, state
 from dashboard.figures.style import fmt_number
 from dashboard.safe_text import code, csv_text, file_name, md
-from dashboard.state.compute import Working, attributions_frame
+from dashboard.figures.shap import mean_abs_segment_figure
+from dashboard.state.compute import Working, attributions_frame, compared_segment, shap_sample_by_segment
 
 
 def show_error(exc: BaseException) -> None:
@@ -124,6 +125,19 @@ if show:
     left, right = st.columns(2)
     left.plotly_chart(figures.beeswarm_figure(glob, class_index=gci), key="shap_beeswarm")
     right.plotly_chart(figures.mean_abs_figure(glob, class_index=gci), key="shap_meanabs")
+    seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
+    if seg is not None and source != "a sample of the data":
+        st.caption("The segment is compared with the rest on a sample of the data: pick it under "
+                   "*Attributions from*.")
+    elif seg is not None:
+        parts = shap_sample_by_segment(ctx, seg, n_rows, method, glob)
+        if parts.problem:
+            st.info(parts.problem, icon=":material/info:")
+        else:
+            st.plotly_chart(mean_abs_segment_figure(parts.segment, parts.rest, segment_name=seg.name,
+                                                    class_index=gci), key="shap_meanabs_segment")
+            st.caption(f"Of the {len(glob.values):,} rows in the sample, {parts.n_segment:,} are in the segment "
+                       f"{md(seg.name)} and {parts.n_rest:,} in the rest.")
     d1, d2 = st.columns(2)
     state.valid_choice("shap_dep", list(glob.feature_names))
     strongest = "(strongest interaction)"

@@ -20,7 +20,7 @@ from dashboard.messages import PYTHON_NAMES
 from tests.plotly_json import figures
 from tests.views._app import load_demo, open_page
 
-PAGES = ["views/model.py", "views/quality.py", "views/pdp.py", "views/shap.py", "views/whatif.py",
+PAGES = ["views/model.py", "views/quality.py", "views/segments.py", "views/pdp.py", "views/shap.py", "views/whatif.py",
          "views/importance.py", "views/report.py"]
 
 
