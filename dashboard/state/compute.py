@@ -385,28 +385,33 @@ def attributions_frame(res) -> pd.DataFrame:
     return frame
 
 
-def explain_edited(ctx: ModelContext, values: tuple, missing: tuple[str, ...], empty_as_missing: bool = False):
-    """SHAP values (automatic method) of one edited row, cached by its values and mask.
+def edited_row(ctx: ModelContext, values: tuple) -> tuple[pd.DataFrame, tuple]:
+    """One edited row as a frame with the data's column types, and its cache key values.
 
-    A blank value (None or NaN) stays blank: NaN in the row, whatever the column's type.
+    A blank value (None or NaN) stays blank: NaN in the row, whatever the column's type;
+    blanks enter the key as None (NaN != NaN), so an unchanged row finds its result again.
     """
     blank = tuple(v is None or (not isinstance(v, str) and bool(pd.isna(v))) for v in values)
+    row = pd.DataFrame([[np.nan if b else v for v, b in zip(values, blank)]], columns=list(ctx.X.columns))
+    for col, dtype in ctx.X.dtypes.items():
+        try:
+            row[col] = row[col].astype(dtype)
+        except (TypeError, ValueError):  # a blank in an integer column stays a float NaN
+            pass
+    return row, tuple(None if b else v for v, b in zip(values, blank))
+
+
+def explain_edited(ctx: ModelContext, values: tuple, missing: tuple[str, ...], empty_as_missing: bool = False):
+    """SHAP values (automatic method) of one edited row (:func:`edited_row`), cached by its values and mask."""
+    row, key_values = edited_row(ctx, values)
 
     def compute():
         from explainers.shap import explain
 
-        row = pd.DataFrame([[np.nan if b else v for v, b in zip(values, blank)]], columns=list(ctx.X.columns))
-        for col, dtype in ctx.X.dtypes.items():
-            try:
-                row[col] = row[col].astype(dtype)
-            except (TypeError, ValueError):  # a blank in an integer column stays a float NaN
-                pass
         res = explain(ctx.model, row, background=background(ctx), missing=list(missing) or None,
                       nan_is_missing=True if empty_as_missing else "auto")
         return _with_model_prediction(ctx, res, row)
 
-    # NaN != NaN: blanks enter the key as None, so an unchanged row finds its result again
-    key_values = tuple(None if b else v for v, b in zip(values, blank))
     return result_cache().get_or_compute(
         ("whatif", ctx.model_key, ctx.data_key, key_values, missing, bool(empty_as_missing)), compute)
 

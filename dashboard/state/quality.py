@@ -250,19 +250,14 @@ def verdict(ctx: ModelContext, values: tuple, at: float) -> tuple[str, float] | 
     class when that probability is at least ``at``."""
     if ctx.task != "binary" or not hasattr(ctx.model, "predict_proba"):
         return None
+    from .compute import edited_row
+
     pos = class_index(ctx)
-    blank = tuple(v is None or (not isinstance(v, str) and bool(pd.isna(v))) for v in values)
+    row, key_values = edited_row(ctx, values)
 
     def compute():
-        row = pd.DataFrame([[np.nan if b else v for v, b in zip(values, blank)]], columns=list(ctx.X.columns))
-        for col, dtype in ctx.X.dtypes.items():
-            try:
-                row[col] = row[col].astype(dtype)
-            except (TypeError, ValueError):  # a blank in an integer column stays a float NaN
-                pass
         return ctx.adapter.with_output("proba", class_index=None).predict(row)[0]
 
-    key_values = tuple(None if b else v for v, b in zip(values, blank))
     proba = result_cache().get_or_compute(("verdict", ctx.model_key, ctx.data_key, key_values), compute)
     p = float(proba[pos])
     classes = ctx.classes
