@@ -115,6 +115,15 @@ def upload(page, which: str, path) -> None:
     settle(page)
 
 
+def pick_option(page, label: str, option: str, scope=None) -> None:
+    """Choose ``option`` in the select box ``label``: typed into the box first, so the option is
+    drawn even when the list is long (the dropdown only draws the options in view)."""
+    box = (scope or page).get_by_role("combobox", name=label)
+    box.click()
+    box.fill(option)
+    page.get_by_role("option", name=option, exact=True).click()
+
+
 def settle(page, timeout: float = 60_000) -> None:
     """After an upload or a click: let the rerun start, then wait for it to finish."""
     page.wait_for_timeout(400)

@@ -6,7 +6,7 @@ import skops.io as sio
 from playwright.sync_api import expect
 from sklearn.ensemble import GradientBoostingRegressor
 
-from .conftest import settle, upload, uploader, wait_idle
+from .conftest import pick_option, settle, upload, uploader, wait_idle
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +30,7 @@ def test_pick_demo_and_upload(page, app_url, demo_cards, user_files):
     expect(page.get_by_test_id("stException")).to_have_count(0)
 
     # pick another demo model in the sidebar
-    page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model").click()
-    page.get_by_role("option", name=demo_cards["wine_gb"]["title"]).click()
+    pick_option(page, "Model", demo_cards["wine_gb"]["title"], page.get_by_test_id("stSidebar"))
     expect(page.get_by_role("heading", name=demo_cards["wine_gb"]["title"])).to_be_visible(timeout=30_000)
     expect(page.get_by_text("multiclass", exact=True)).to_be_visible()
     expect(page.get_by_test_id("stSidebar").get_by_role("combobox", name="Class")).to_be_visible()

@@ -2,7 +2,7 @@
 import pandas as pd
 from playwright.sync_api import expect
 
-from .conftest import settle, wait_idle
+from .conftest import pick_option, settle, wait_idle
 
 
 def test_pdp_1d_then_2d(page, app_url, tmp_path):
@@ -43,8 +43,7 @@ def test_switching_between_classifiers_keeps_pages_working(page, app_url, demo_c
     # the positive class (classes_[1]) by default, as scikit-learn counts it
     expect(sidebar.get_by_role("combobox", name="Class")).to_have_value(demo_cards["breast_cancer_hgb"]["classes"][1])
     for name in ("wine_gb", "breast_cancer_logistic", "diabetes_forest"):
-        sidebar.get_by_role("combobox", name="Model").click()
-        page.get_by_role("option", name=demo_cards[name]["title"], exact=True).click()
+        pick_option(page, "Model", demo_cards[name]["title"], sidebar)
         settle(page)
         expect(page.get_by_role("heading", name="How does the prediction move with a feature?")).to_be_visible()
         expect(page.get_by_test_id("stPlotlyChart").first.locator(".js-plotly-plot")).to_be_visible(timeout=60_000)

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from tests.views._app import load_demo
 
-from .conftest import settle, wait_idle
+from .conftest import pick_option, settle, wait_idle
 
 
 def _set(page, label, value):
@@ -81,8 +81,7 @@ def test_whatif_row_picker_follows_the_model(page, app_url, demo_cards):
     row_box.press("Enter")
     settle(page)
     expect(page.get_by_text("Row 300 as in the data", exact=True)).to_be_visible(timeout=60_000)
-    page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model").click()
-    page.get_by_role("option", name=demo_cards["wine_gb"]["title"], exact=True).click()
+    pick_option(page, "Model", demo_cards["wine_gb"]["title"], page.get_by_test_id("stSidebar"))
     settle(page)
     expect(page.get_by_text("Row 0 as in the data", exact=True)).to_be_visible(timeout=60_000)
     expect(page.get_by_label(re.compile(r"^Row \(0 – 177\)"))).to_have_value("0")

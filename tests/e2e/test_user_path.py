@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from demo_models.build import DEMO_NAMES
 
-from .conftest import settle, wait_idle
+from .conftest import pick_option, settle, wait_idle
 
 
 def _no_error(page):
@@ -30,8 +30,7 @@ def _nav(page, title):
 
 
 def _pick(page, label, option, scope=None):
-    (scope or page).get_by_role("combobox", name=label).click()
-    page.get_by_role("option", name=option, exact=True).click()
+    pick_option(page, label, option, scope)
     settle(page)
 
 
