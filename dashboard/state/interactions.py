@@ -79,28 +79,53 @@ def shap_rows_used(ctx: ModelContext, method: str | None, n_rows: int) -> int:
     return max(1, min(n, len(ctx.X)))
 
 
+def _h_by_tree_walk(ctx: ModelContext) -> bool:
+    """Whether Friedman's H takes the compiled tree walk here (else brute force):
+    a tree model without categorical splits, on numeric data without empty cells."""
+    import pandas as pd
+
+    from explainers.trees import flatten_model, is_tree_model
+
+    numeric = all(pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.CategoricalDtype) for t in ctx.X.dtypes)
+    if not (numeric and is_tree_model(ctx.model)) or ctx.X.isna().to_numpy().any():
+        return False
+    try:
+        return not flatten_model(ctx.model).has_rules
+    except Exception:  # noqa: BLE001 - not flattened: brute force
+        return False
+
+
 def interaction_cost(ctx: ModelContext, measure: str, n_rows: int) -> tuple[float, int]:
-    """(estimated seconds, rows that fit in about 10 s) of the page's computation: exact SHAP
-    interactions predict every coalition of every row over the background; a brute-force
-    H statistic about (pairs + features) x rows² predictions. Tree models cost next to
-    nothing (compiled walks): 0."""
+    """(estimated seconds, rows that fit in about 10 s) of the page's computation.
+
+    Exact SHAP interactions predict every coalition of every row over the background
+    (when the SHAP measure is shown); Friedman's H (always computed for the table) costs
+    about (pairs + features) x rows² predictions by brute force, next to nothing by the
+    tree walk; Tree SHAP interactions next to nothing too.
+    """
     from math import comb, sqrt
 
     from .compute import SLOW_VIEW_S, predict_seconds_per_row
 
     method, _ = interaction_method(ctx)
-    if method == "tree":
+    brute_h = not _h_by_tree_walk(ctx)
+    exact = measure == SHAP_MEASURE and method == "exact"
+    if not (brute_h or exact):
         return 0.0, int(n_rows)
     per_pred = predict_seconds_per_row(ctx)
-    if measure == SHAP_MEASURE and method == "exact":
-        per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * per_pred
-        n = shap_rows_used(ctx, method, n_rows)
-        return n * per_row, max(20, int(SLOW_VIEW_S / per_row)) if per_row > 0 else int(n_rows)
+    if per_pred <= 0:
+        return 0.0, int(n_rows)
     n_f = min(ctx.X.shape[1], MAX_FEATURES)
-    per_sq = (comb(n_f, 2) + n_f) * per_pred  # seconds per (row count)²
-    n = h_rows_used(ctx, n_rows)
-    fits = int(sqrt(SLOW_VIEW_S / per_sq)) if per_sq > 0 else int(n_rows)
-    return per_sq * n * n, max(20, fits)
+    per_sq = (comb(n_f, 2) + n_f) * per_pred if brute_h else 0.0  # seconds per (H rows)²
+    per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * per_pred if exact else 0.0
+    n_h, n_s = h_rows_used(ctx, n_rows), shap_rows_used(ctx, method, n_rows) if exact else 0
+    cost = per_sq * n_h * n_h + per_row * n_s
+    # the most rows whose cost fits: per_sq n² + per_row n = budget (n below H_ROWS: both grow)
+    if per_sq > 0:
+        fits = int((-per_row + sqrt(per_row * per_row + 4 * per_sq * SLOW_VIEW_S)) / (2 * per_sq))
+    else:
+        fits = int(SLOW_VIEW_S / per_row)
+    return cost, max(20, fits)
 
 
 def h_rows_used(ctx: ModelContext, n_rows: int) -> int:

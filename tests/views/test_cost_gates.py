@@ -55,13 +55,14 @@ def test_shap_global_view_estimates_and_offers_fewer_rows(slow):
 
 def test_interactions_page_waits_for_a_slow_model(monkeypatch):
     """Exact SHAP interactions of a 10-feature model: every coalition (1,024) of every row over
-    30 background rows; at 10 µs a prediction, 0.31 s a row."""
+    30 background rows, 0.31 s a row at 10 µs a prediction (130 rows: the exact game's budget);
+    and the brute-force H of its 45 pairs and 10 features: 55 x 200² predictions."""
     monkeypatch.setattr(compute, "predict_seconds_per_row", lambda ctx: 1e-5)
     at = open_page("views/interactions.py", demo="diabetes_linear")
-    assert any("takes about **40 s**" in w for w in _warnings(at)), _warnings(at)  # 130 rows (the budget)
+    assert any("takes about **62 s**" in w for w in _warnings(at)), _warnings(at)  # 40 s + 22 s
     assert not at.get("plotly_chart")
     fewer = [b for b in at.button if b.label.startswith("Use ")]
-    assert fewer and fewer[0].label == "Use 32 rows"  # 10 s / 0.307 s a row
+    assert fewer and fewer[0].label == "Use 30 rows"  # 5.5e-4 n² + 0.307 n = 10 s
     fewer[0].click().run()
-    assert at.number_input(key="ia_rows_exact").value == 32
+    assert at.number_input(key="ia_rows_exact").value == 30
     assert at.get("plotly_chart") and not at.exception
