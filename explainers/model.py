@@ -198,6 +198,26 @@ def _check_fitted(model) -> None:
             ) from None
 
 
+def loose_renames(present, names) -> dict:
+    """Data columns to rename to the model's names they match once whitespace is read as
+    "_" (LightGBM writes "Monthly income ($)" as "Monthly_income_($)" in its model file):
+    ``{data column: model name}`` for each model name missing from the data that exactly
+    one data column matches this way (and that is not itself a model name)."""
+    import re
+
+    present = [str(c) for c in present]
+    names = [str(n) for n in names]
+    loose = lambda c: re.sub(r"\s", "_", c)  # noqa: E731
+    out = {}
+    for name in names:
+        if name in present:
+            continue
+        found = [c for c in present if c not in names and c not in out and loose(c) == loose(name)]
+        if len(found) == 1:
+            out[found[0]] = name
+    return out
+
+
 def mix_rows(x: pd.DataFrame, background: pd.DataFrame, from_x: np.ndarray) -> pd.DataFrame:
     """Synthetic rows: each row of x crossed with every background row.
 
@@ -490,6 +510,9 @@ class ModelAdapter:
             if cols == self.feature_names:
                 return X.set_axis(cols, axis=1)
             missing = [f for f in self.feature_names if f not in cols]
+            if missing and (renames := loose_renames(cols, self.feature_names)):
+                cols = [renames.get(c, c) for c in cols]  # "Monthly income ($)" for LightGBM's "Monthly_income_($)"
+                missing = [f for f in self.feature_names if f not in cols]
             if not missing and len(set(cols)) == len(cols):
                 return X.set_axis(cols, axis=1)[self.feature_names]
             named = getattr(self, "_model_wants_names", False) and all(isinstance(c, str) for c in X.columns)

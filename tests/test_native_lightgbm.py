@@ -548,3 +548,24 @@ def test_pandas_categorical_that_does_not_fit_is_noted(cat_model):
     native = read_lightgbm((head + "pandas_categorical:" + json.dumps(extra) + "\n").encode())
     assert native.ensemble.categories is None or all(c is None for c in native.ensemble.categories)
     assert any("category codes" in n for n in native.notes)
+
+
+def test_column_names_with_spaces_match_the_files_underscores():
+    """LightGBM writes "Monthly income ($)" as "Monthly_income_($)": the user's data still matches."""
+    import lightgbm as lgb
+
+    from explainers import load_data, load_model
+    from explainers.shap import explain
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"Monthly income ($)": rng.normal(3000, 500, 200), "Age (years)": rng.integers(18, 70, 200)
+                       .astype(float), "Plan": pd.Categorical(rng.choice(["a", "b"], 200))})
+    y = df["Monthly income ($)"] / 100 + (df["Plan"] == "b") * 5
+    booster = lgb.LGBMRegressor(n_estimators=15, verbose=-1).fit(df, y).booster_
+    model = load_model(booster.model_to_string().encode(), filename="spend.txt")
+    assert list(model.feature_names_in_) == ["Monthly_income_($)", "Age_(years)", "Plan"]
+    ds = load_data(df.assign(spend=y).to_csv(index=False).encode(), model=model, target="spend", filename="d.csv")
+    assert any("spaces read as underscores" in n for n in ds.notices)
+    np.testing.assert_allclose(model.predict(ds.X), booster.predict(df), rtol=1e-12)
+    res = explain(model, df.iloc[:5])  # a frame with the user's own names, from Python
+    np.testing.assert_allclose(res.values.sum(1) + res.base_values, booster.predict(df.iloc[:5]), atol=1e-9)

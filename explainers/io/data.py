@@ -541,6 +541,14 @@ def load_data(
         )
         names = [str(c) for c in frame.columns]
     if names is not None:
+        from ..model import loose_renames
+
+        renames = loose_renames(frame.columns, names)
+        if renames:
+            frame = frame.rename(columns=renames)
+            notices.append("Columns matched to the model's names with spaces read as underscores (as LightGBM "
+                           "writes them): " + ", ".join(f"{a!r} as {b!r}" for a, b in list(renames.items())[:10])
+                           + ("…" if len(renames) > 10 else "") + ".")
         present = [str(c) for c in frame.columns]
         match_columns(present, names, notices)
         if [c for c in present if c in names] != list(names):
