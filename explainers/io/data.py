@@ -623,7 +623,8 @@ def _coerce_numeric(frame: pd.DataFrame, text_ok: set[str], notices: list[str]) 
                 )
             n_nan = int(np.isnan(vals).sum())
             if n_nan:
-                notices.append(f"Column {col!r} is empty in {n_nan} row(s); those values count as missing.")
+                notices.append(f"Column {col!r} is empty in {n_nan} row(s); the model receives those cells empty "
+                               "(SHAP and What-if can treat empty cells as missing features instead).")
     return result
 
 
