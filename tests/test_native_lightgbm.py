@@ -569,3 +569,29 @@ def test_column_names_with_spaces_match_the_files_underscores():
     np.testing.assert_allclose(model.predict(ds.X), booster.predict(df), rtol=1e-12)
     res = explain(model, df.iloc[:5])  # a frame with the user's own names, from Python
     np.testing.assert_allclose(res.values.sum(1) + res.base_values, booster.predict(df.iloc[:5]), atol=1e-9)
+
+
+def test_batch_reads_a_file_whose_columns_have_spaces(tmp_path):
+    """The batch command matches the file's "Monthly income ($)" to LightGBM's "Monthly_income_($)" too,
+    and load_attributions reads the rows back with their data."""
+    import lightgbm as lgb
+
+    from explainers.batch import explain_file, load_attributions
+    from explainers.shap import explain
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"Monthly income ($)": rng.normal(3000, 500, 300), "Age (years)": rng.integers(18, 70, 300)
+                       .astype(float)})
+    y = df["Monthly income ($)"] / 100 - df["Age (years)"]
+    booster = lgb.LGBMRegressor(n_estimators=10, verbose=-1).fit(df, y).booster_
+    (tmp_path / "m.txt").write_text(booster.model_to_string())
+    df.to_parquet(tmp_path / "d.parquet")
+    rep = explain_file(tmp_path / "m.txt", tmp_path / "d.parquet", tmp_path / "out")
+    assert any("spaces read as underscores" in n for n in rep.notices)
+    out = pd.read_parquet(tmp_path / "out")
+    assert list(out.columns[1:3]) == ["shap_Monthly_income_($)", "shap_Age_(years)"]
+    np.testing.assert_allclose(out["prediction"], booster.predict(df), atol=1e-9)
+    want = explain(read_lightgbm(booster.model_to_string().encode()), df).values
+    np.testing.assert_allclose(out[["shap_Monthly_income_($)", "shap_Age_(years)"]].to_numpy(), want, atol=1e-12)
+    res = load_attributions(tmp_path / "out", sample=20)
+    assert res.params["data_source"] == "data file" and not res.data.isna().any().any()

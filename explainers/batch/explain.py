@@ -196,7 +196,8 @@ def explain_file(
                    # claimed before it is written, so that no crash leaves a background no manifest owns
                    "background": {"file": BACKGROUND} if plan.needs_background else None,
                    "output_kind": plan.output_kind,
-                   "text_columns": sorted(cols.text_ok & set(cols.features)), "notices": notices}
+                   "text_columns": sorted(cols.text_ok & set(cols.features)), "notices": notices,
+                   "file_columns": dict(cols.file_names)}
             _write_manifest(out, man)
             bg_frame, man["background"] = _prepare_background(out, resume, src, cols, args, plan, notices)
             _write_manifest(out, man)

@@ -187,7 +187,11 @@ def _data_for_rows(man: dict, rows: np.ndarray) -> tuple[pd.DataFrame, str]:
     if src.kind == "parquet" and src.n_rows != man["n_rows"]:
         return blank, f"unavailable: {info['path']} no longer has {man['n_rows']} rows"
     try:
-        cols = _Columns(features, frozenset(man.get("text_columns") or ()), None, None, None, [])
+        file_columns = man.get("file_columns") or {}
+        if not (isinstance(file_columns, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                        for k, v in file_columns.items())):
+            return blank, "unavailable: the manifest's column names are damaged"
+        cols = _Columns(features, frozenset(man.get("text_columns") or ()), None, None, None, [], file_columns)
         X = _read_rows(src, cols, rows)
     except ExplainerError as exc:
         return blank, f"unavailable: {exc}"

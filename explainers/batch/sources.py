@@ -11,7 +11,7 @@ import csv
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -188,6 +188,12 @@ class _Columns:
     target_type: str | None  # how CSV reads it: "float" | "string" | None
     target_cast: str | None  # numpy dtype of the classifier's labels, when numeric
     notices: list
+    #: model column -> the file's column, where they differ only by spaces read as "_" (LightGBM)
+    file_names: dict = field(default_factory=dict)
+
+    def in_file(self, name: str) -> str:
+        """The file's name of a model column."""
+        return self.file_names.get(name, name)
 
 
 def _resolve_columns(src: _Source, model, target: str | None, func: str) -> _Columns:
@@ -223,8 +229,16 @@ def _resolve_columns(src: _Source, model, target: str | None, func: str) -> _Col
             f"{func} cannot tell which columns the model reads: it records neither "
             "feature_names_in_ nor n_features_in_. Fit it on a DataFrame."
         )
+    from ..model import loose_renames
+
+    renames = loose_renames(present, names)  # file column -> model name
+    if renames:
+        present = [renames.get(c, c) for c in present]
+        notices.append("Columns matched to the model's names with spaces read as underscores (as LightGBM writes "
+                       "them): " + ", ".join(f"{a!r} as {b!r}" for a, b in list(renames.items())[:10]) + ".")
     match_columns(present, names, notices)
-    return _Columns(list(names), frozenset(categorical_features(model)), target, target_type, target_cast, notices)
+    return _Columns(list(names), frozenset(categorical_features(model)), target, target_type, target_cast, notices,
+                    {model_name: file_name for file_name, model_name in renames.items()})
 
 
 
@@ -233,7 +247,7 @@ def _iter_arrow(src: _Source, cols: _Columns, batch_rows: int):
     """Yield pyarrow RecordBatches of the needed columns, in file order."""
     import pyarrow as pa
 
-    needed = list(cols.features) + ([cols.target] if cols.target else [])
+    needed = [cols.in_file(c) for c in cols.features] + ([cols.target] if cols.target else [])
     if src.kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -254,7 +268,7 @@ def _iter_arrow(src: _Source, cols: _Columns, batch_rows: int):
         return
     import pyarrow.csv as pacsv
 
-    types = {c: (pa.string() if c in cols.text_ok else pa.float64()) for c in cols.features}
+    types = {cols.in_file(c): (pa.string() if c in cols.text_ok else pa.float64()) for c in cols.features}
     if cols.target:
         types[cols.target] = pa.string() if cols.target_type == "string" else pa.float64()
     try:
@@ -322,6 +336,8 @@ def _iter_tables(src: _Source, cols: _Columns, chunk_rows: int):
 def _to_frame(table, cols: _Columns, start: int) -> tuple[pd.DataFrame, pd.Series | None]:
     """A chunk as the model's DataFrame (checked like load_data) and its target."""
     frame = table.to_pandas()
+    if cols.file_names:
+        frame = frame.rename(columns={f: m for m, f in cols.file_names.items()})
     y = frame.pop(cols.target) if cols.target else None
     if y is not None and cols.target_cast is not None and y.notna().all():
         # CSV labels come back as floats (1.0); give them the classifier's label type
