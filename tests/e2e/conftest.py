@@ -119,9 +119,20 @@ def pick_option(page, label: str, option: str, scope=None) -> None:
     """Choose ``option`` in the select box ``label``: typed into the box first, so the option is
     drawn even when the list is long (the dropdown only draws the options in view)."""
     box = (scope or page).get_by_role("combobox", name=label)
-    box.click()
-    box.fill(option)
-    page.get_by_role("option", name=option, exact=True).click()
+    if box.input_value() == option:
+        return  # already chosen
+    wanted = page.get_by_role("option", name=option, exact=True)
+    for attempt in range(3):  # a rerun may close the list while it opens: open it again
+        box.click()
+        box.fill(option)
+        try:
+            wanted.click(timeout=10_000)
+            return
+        except Exception:  # noqa: BLE001 - not drawn yet
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(500)
 
 
 def settle(page, timeout: float = 60_000) -> None:
