@@ -120,25 +120,8 @@ def load_upload(model_bytes: bytes, model_name: str, data_bytes: bytes, data_nam
 def _upload_context(model_bytes, model_name, data_bytes, data_name, target, model_key, data_key) -> ModelContext:
     model = load_model_cached(model_key, model_bytes, model_name, pickles_trusted())
     ds = load_data_cached(data_key, data_bytes, data_name, target, model_key, model)
-    adapter = ModelAdapter(model, feature_names=list(ds.X.columns))
-    card = {
-        "name": UPLOADED,
-        "title": f"Uploaded: {model_name}",
-        "description": f"Your model {model_name} with data {data_name}.",
-        "model_type": _model_type(model),
-        "task": adapter.task,
-        "target": target,
-        "classes": None if adapter.classes is None else [str(c) for c in adapter.classes],
-        "n_rows": int(len(ds.X)),
-        "n_train": None,
-        "metric": None,
-        "features": [],
-    }
-    return ModelContext(
-        name=UPLOADED, title=card["title"], model=model, adapter=adapter, X=ds.X, y=ds.y,
-        model_key=model_key, data_key=ds.fingerprint, card=card,
-        notices=list(getattr(model, "notes", ())) + list(ds.notices) + _target_notices(adapter, target),
-    )
+    return _file_context(UPLOADED, f"Uploaded: {model_name}", f"Your model {model_name} with data {data_name}.",
+                         model, ds, target, model_key)
 
 
 def _target_notices(adapter: ModelAdapter, target: str | None) -> list[str]:
@@ -149,6 +132,30 @@ def _target_notices(adapter: ModelAdapter, target: str | None) -> list[str]:
                 f"target column {target!r} gives no score or permutation importance. Pick the output to "
                 "explain in the sidebar."]
     return []
+
+
+def _file_context(name: str, title: str, description: str, model, ds, target, model_key: str) -> ModelContext:
+    """The context of a model and data read from files (an upload, or a served model); its notices are
+    the model file's notes, the data's, and the target's."""
+    adapter = ModelAdapter(model, feature_names=list(ds.X.columns))
+    notices = list(getattr(model, "notes", ())) + list(ds.notices) + _target_notices(adapter, target)
+    card = {
+        "name": name,
+        "title": title,
+        "description": description,
+        "model_type": _model_type(model),
+        "task": adapter.task,
+        "target": target,
+        "classes": None if adapter.classes is None else [str(c) for c in adapter.classes],
+        "n_rows": int(len(ds.X)),
+        "n_train": None,
+        "metric": None,
+        "features": [],
+    }
+    return ModelContext(
+        name=name, title=title, model=model, adapter=adapter, X=ds.X, y=ds.y,
+        model_key=model_key, data_key=ds.fingerprint, card=card, notices=notices,
+    )
 
 
 def _model_type(model) -> str:
@@ -263,24 +270,8 @@ def _served_context(entry, model_key: str, data_key: str) -> ModelContext:
     # the path goes to the loader as the (unhashed) content: the file is read in place
     model = load_model_cached(model_key, entry.model, model_name, pickles_trusted())
     ds = load_data_cached(data_key, entry.data, data_name, entry.target, model_key, model)
-    adapter = ModelAdapter(model, feature_names=list(ds.X.columns))
-    card = {
-        "name": entry.key,
-        "title": entry.name,
-        "description": entry.description or f"Your model {model_name} with data {data_name}.",
-        "model_type": _model_type(model),
-        "task": adapter.task,
-        "target": entry.target,
-        "classes": None if adapter.classes is None else [str(c) for c in adapter.classes],
-        "n_rows": int(len(ds.X)),
-        "n_train": None,
-        "metric": None,
-        "features": [],
-    }
-    return ModelContext(
-        name=entry.key, title=entry.name, model=model, adapter=adapter, X=ds.X, y=ds.y,
-        model_key=model_key, data_key=ds.fingerprint, card=card, notices=ds.notices,
-    )
+    return _file_context(entry.key, entry.name, entry.description or f"Your model {model_name} with data {data_name}.",
+                         model, ds, entry.target, model_key)
 
 
 # ------------------------------------------------------------------- errors
@@ -304,10 +295,10 @@ def on_pick_demo() -> None:
     st.session_state[LAST_ERROR] = None
 
 
-def on_load_upload() -> None:
-    """Callback of the Load button: load both files or keep what was chosen before."""
-    mf = st.session_state.get(MODEL_FILE)
-    df = st.session_state.get(DATA_FILE)
+def on_load_upload(mf=None, df=None) -> None:
+    """Load a model file and a data file (by default the uploaders'), or keep what was chosen before."""
+    mf = st.session_state.get(MODEL_FILE) if mf is None else mf
+    df = st.session_state.get(DATA_FILE) if df is None else df
     if mf is None or df is None:
         st.session_state[LAST_ERROR] = "Choose both a model file and a data file, then press Load."
         return

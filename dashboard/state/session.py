@@ -154,27 +154,7 @@ def on_load_chosen() -> None:
         on_load_upload()  # both uploaders hold a file: the usual way
         return
     files = chosen_files()
-    mf, df = files["model"], files["data"]
-    if mf is None or df is None:
-        on_load_upload()  # says which file is missing
-        return
-    import explainers
-
-    from .context import error_message, load_upload
-
-    target = ss.get(TARGET_COL)
-    target = None if target in (None, NO_TARGET) else target
-    model_bytes, data_bytes = mf.getvalue(), df.getvalue()
-    keys = {"model_key": explainers.fingerprint(model_bytes), "data_key": explainers.fingerprint(data_bytes)}
-    try:
-        load_upload(model_bytes, mf.name, data_bytes, df.name, target, **keys)
-    except Exception as exc:  # keep the model already chosen; say what to fix
-        ss[LAST_ERROR] = error_message(exc)
-        return
-    ss[UPLOAD] = {"model_bytes": model_bytes, "model_name": mf.name, "data_bytes": data_bytes,
-                  "data_name": df.name, "target": target, **keys}
-    ss[ACTIVE] = UPLOADED
-    ss[LAST_ERROR] = None
+    on_load_upload(files["model"], files["data"])  # or says which file is missing
 
 
 # ------------------------------------------------------------ page widgets
