@@ -16,7 +16,7 @@ from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
 
 from tests.show_driver import ShowSession
 
-from .conftest import ROOT, wait_idle
+from .conftest import ROOT, stop_server, wait_idle
 
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -64,12 +64,7 @@ def served(tmp_path_factory, demo_cards):
     url = f"http://127.0.0.1:{port}"
     _wait_health(proc, url)
     yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop_server(proc)
 
 
 def test_serve_opens_on_the_first_model(page, served, demo_cards):
