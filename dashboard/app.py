@@ -24,17 +24,9 @@ if problem := server.exposure_problem():
     st.error(problem, icon=":material/block:")
     st.stop()
 
-from dashboard import messages, state  # noqa: E402
+from dashboard import messages, state, widgets  # noqa: E402
 from dashboard.safe_text import md  # noqa: E402
-from dashboard.state import session  # noqa: E402
-
-state.init_session()
-session.note_chosen_files()  # before the page: the uploaders' files survive a page switch
-state.quiet_restored_widgets()
-state.keep_page_widgets()
-state.apply_url()
-if st.session_state.get("_segments_url_read") is None:  # a shared link's segments, once per session
-    st.session_state["_segments_url_read"] = state.segments_from_url() or ""
+from dashboard.state import uploads  # noqa: E402
 
 PAGES_DIR = Path(__file__).resolve().parent / "views"
 # (file, title, icon, url path). The page files live in views/, not pages/:
@@ -63,6 +55,16 @@ for section, pages in SECTIONS.items():
         nav[section] = entries
 page = st.navigation(nav)
 
+# one state model (dashboard/state/session.py): control values live in the session, not in the
+# widgets, and the URL mirrors the sidebar's and this page's controls
+state.init_session(state.default_model())
+uploads.note_chosen_files()  # before the page: the uploaders' files survive a page switch
+uploads.open_shared_link()  # a ?ws= link: the workspace's model and data, once per session
+state.read_url(page.url_path, state.is_known_model)
+state.begin_run(page.url_path)
+if st.session_state.get("_segments_url_read") is None:  # a shared link's segments, once per session
+    st.session_state["_segments_url_read"] = state.segments_from_url() or ""
+
 with st.sidebar:
     st.markdown("### :material/search_insights: Glassbox")
     try:
@@ -71,36 +73,34 @@ with st.sidebar:
         st.error(md(messages.for_page(exc)), icon=":material/error:")
         st.stop()
     keys = list(options)
-    if st.session_state[state.ACTIVE] not in keys:
-        st.session_state[state.ACTIVE] = state.DEFAULT_DEMO
     st.selectbox(
-        "Model", keys, key=state.ACTIVE, format_func=lambda k: options[k],
+        "Model", keys, format_func=lambda k: options[k],
         help="A demo model, or the one you uploaded on the Model page.",
+        **state.bind(state.ACTIVE, state.default_model(), options=keys),
     )
     try:
         ctx = state.current()
     except Exception as exc:
         st.error(md(messages.for_page(exc)), icon=":material/error:")
         st.stop()
-    choices = session.output_choices(ctx)
+    choices = state.output_choices(ctx)
     if ctx.classes is not None:
-        state.valid_choice(state.CLASS_INDEX, ctx.classes)
         st.selectbox(
-            "Class", ctx.classes, index=len(ctx.classes) - 1 if ctx.task == "binary" else 0,
-            key=state.CLASS_INDEX, help="The class whose probability the pages explain.",
+            "Class", ctx.classes, help="The class whose probability the pages explain.",
+            **state.bind(state.CLASS_INDEX, ctx.classes[-1] if ctx.task == "binary" else ctx.classes[0],
+                         options=ctx.classes),
         )
     elif choices is not None:  # a multi-output regressor: its targets, one at a time
-        state.valid_choice(state.CLASS_INDEX, choices)
         st.selectbox(
-            "Output", choices, index=0, key=state.CLASS_INDEX,
-            help="The model predicts several targets; the pages explain this one.",
+            "Output", choices, help="The model predicts several targets; the pages explain this one.",
+            **state.bind(state.CLASS_INDEX, choices[0], options=choices),
         )
-    state.segment_picker(ctx)  # a segment to compare with the rest, where the user defined some
+    widgets.segment_picker(ctx)  # a segment to compare with the rest, where the user defined some
     st.caption(f"{md(ctx.card.get('model_type', ''))} · {ctx.task} · {len(ctx.X):,} rows")
     if getattr(ctx.adapter, "explained", None):
         st.caption(f"Explained: {md(ctx.adapter.explained)}")
-    state.share_in_url(model=None if ctx.name == state.UPLOADED else ctx.name,
-                       **{"class": st.session_state.get(state.CLASS_INDEX) if choices else None})
+    uploads.sync_shared_link(ctx.name == state.UPLOADED)  # ?ws= while a shared upload is shown
+    widgets.share_box(ctx)  # what the page's link opens for others, and deleting a shared upload
     if state.pickles_trusted():
         st.warning("Pickle/joblib uploads are **allowed** on this server (started with "
                    "--trust-pickles): only upload files you trust.", icon=":material/warning:")
@@ -112,8 +112,9 @@ def _model_line(ctx) -> str:
 
     if ctx.name == state.UPLOADED:
         up = st.session_state.get(state.UPLOAD) or {}
+        shared = ", shared: this page's link opens it for anyone you send it to" if up.get("ws") else ""
         return (f"Model: **{md(up.get('model_name', ctx.title))}** with data **{md(up.get('data_name', ''))}** "
-                "(uploaded)")
+                f"(uploaded{shared})")
     kind = "demo" if ctx.name in demo_build.DEMO_NAMES else "served"
     return f"Model: **{md(ctx.title)}** ({kind})"
 
@@ -135,8 +136,10 @@ def _waiting_line(waiting: dict, on_model_page: bool) -> str:
 # container whatever it holds, so the page's own elements keep their places (a notice that comes
 # and goes would shift them all, and the browser would redraw the uploaders mid-upload)
 with st.container():
+    if problem := uploads.take_link_problem():  # a ?ws= link that opens nothing: one message, no listing
+        st.error(md(problem), icon=":material/link_off:")
     st.caption(_model_line(ctx))
-    if (waiting := session.waiting_upload()) is not None:
+    if (waiting := uploads.waiting_upload()) is not None:
         st.warning(_waiting_line(waiting, on_model_page=page.title == "Model"), icon=":material/upload_file:")
 
 page.run()

@@ -63,7 +63,7 @@ def test_pdp_grid_in_the_models_order_for_csv_and_parquet(towns, kind):
 
 
 def test_whatif_picker_options_follow_the_model(towns):
-    from dashboard.state.compute import category_options
+    from dashboard.state.columns import category_options
 
     df, y = towns
     model = HistGradientBoostingRegressor(max_iter=5, categorical_features="from_dtype").fit(

@@ -1,82 +1,87 @@
 """Session state and cached calls, keyed by model and data fingerprints.
 
 Pages never compute: they ask :func:`current` for the active model context and
-call the cached functions re-exported here (``state.pdp(...)``). Where things live:
+call the cached functions re-exported here (``state.pdp(...)``). Nothing here draws on
+the page: shared elements (error box, running indicator, pickers) are in
+:mod:`dashboard.widgets`. Where things live, lower layers first (no module imports one
+that imports it back; ``tests/test_layout.py`` checks):
 
-- :mod:`.session`: session-state and widget keys, page widgets kept across pages,
-  URL query parameters, the operator's trust flag and batch folders, the class pick,
-  valid choices
-- :mod:`.context`: :class:`ModelContext`, loading demos and uploads, model options,
-  the Model page's callbacks and summaries, exceptions turned into messages
 - :mod:`.cache`: :class:`ResultCache` and the one process-wide :func:`result_cache`
-- :mod:`.compute`: the cached computations the pages call (PDP/ALE, SHAP,
-  precomputed batch runs inside the operator's folders, importance, the report)
-  and the progress bar
+- :mod:`.session`: the one state model: every control's value kept under a key no widget
+  owns, bound to its widget before it is drawn (:func:`bind`), mirrored in the URL
+- :mod:`.operator`: what the operator allowed at start (pickles, batch folders)
+- :mod:`.outputs`: the sidebar's class or output, as each page's figures take it
+- :mod:`.context`: :class:`ModelContext`, loading demos and uploads, model options,
+  the Model page's summaries, exceptions turned into messages
+- :mod:`.uploads`: the Model page's uploads (files kept across pages, loading them) and shared
+  uploads (the workspace store behind ``?ws=`` links)
+- :mod:`.worker`: a computation in a worker thread the page waits on; the progress bar
+- :mod:`.rows`: training/held-out split, seeded samples, SHAP background, per-row SHAP store
+- :mod:`.costs`: seconds per row (predict, SHAP) probed once; a view's estimated cost
+- :mod:`.columns`: a categorical column's values for a picker, in the model's order
+- :mod:`.effects`: PDP page (partial dependence and ICE, ALE, PDP by segment)
+- :mod:`.attribution`: SHAP page (one row, a sample, a sample by segment, the row table)
+- :mod:`.batch_runs`: precomputed batch runs inside the operator's folders
+- :mod:`.whatif`: What-if page (an edited row, its SHAP values, its verdict)
+- :mod:`.importance`: Importance page (methods, results, comparison, by segment)
+- :mod:`.interactions`: Interactions page (SHAP interactions, H, their cost)
+- :mod:`.quality`: Quality page, its threshold (URL, What-if verdict), rows listed
+- :mod:`.segments`, :mod:`.segment_views`: the session's segments; the Segments page
+- :mod:`.report`: Report page (the HTML report)
+- :mod:`.warmup`: compiling the numba kernels in the background, once per process
 
 User text reaches the page through :mod:`dashboard.safe_text` (``md`` for Markdown,
 ``plot`` for figures, ``csv_text`` for downloads); the server settings are checked by
 :mod:`dashboard.server` before anything else runs.
-- :mod:`.interactions`: the Interactions page's cached calls (SHAP interactions, H)
-- :mod:`.quality`: the Quality page's cached calls, its threshold (URL, What-if verdict), rows listed
-- :mod:`.warmup`: compiling the numba kernels in the background, once per process
 
-Module-level state (``cache._RESULTS``, ``warmup._WARM``) lives in its submodule;
-patch it there, not here.
+Module-level state (``cache._RESULTS``, ``warmup._WARM``, ``worker._RUNNING``) lives in its
+submodule; patch it where it is looked up (``costs.predict_seconds_per_row``), not here.
 """
 from .cache import ResultCache, result_cache
-from .compute import (
-    BATCH_REFUSED,
-    IMPORTANCE_METHODS,
-    PDP_MAX_ROWS,
+from .operator import BATCH_ROOT_FLAG, BATCH_ROOTS_ENV, TRUST_ENV, TRUST_FLAG, batch_roots, pickles_trusted
+from .outputs import class_index, output_choices, pdp_class, picker_label, shap_class
+from .uploads import on_load_upload, on_pick_demo
+from .attribution import (
     SHAP_METHODS,
-    ProgressBar,
     additivity_line,
-    ale,
-    background,
-    batch_folder,
-    SLOW_VIEW_S,
-    category_options,
-    comparison,
-    empty_cells_caption,
-    empty_cells_toggle,
-    explain_edited,
     explain_row,
     explain_sample,
+    output_label,
+    row_table,
+)
+from .batch_runs import BATCH_REFUSED, batch_folder, precomputed_attributions
+from .columns import category_options
+from .costs import (
+    SLOW_VIEW_S,
     fmt_seconds,
     importance_cost,
     predict_seconds_per_row,
     sample_cost,
-    importance,
-    importances,
-    output_label,
-    pdp,
-    precomputed_attributions,
-    report_html,
-    row_table,
-    sample_rows,
     shap_is_fast,
-    split_rows,
 )
+from .effects import PDP_MAX_ROWS, ale, pdp
+from .importance import IMPORTANCE_METHODS, comparison, importance, importances
+from .report import report_html
+from .rows import background, sample_rows, split_rows
+from .whatif import explain_edited
+from .worker import ProgressBar
 from .context import (
     ModelContext,
     current,
     data_score,
     demo_cards,
+    default_model,
     demo_context,
+    is_known_model,
     error_message,
     feature_summary,
     load_data_cached,
     load_model_cached,
     load_upload,
     model_options,
-    on_load_upload,
-    on_pick_demo,
-    show_error,
 )
 from .session import (
     ACTIVE,
-    BATCH_ROOT_FLAG,
-    BATCH_ROOTS_ENV,
     CLASS_INDEX,
     DATA_FILE,
     DEFAULT_DEMO,
@@ -84,25 +89,22 @@ from .session import (
     LAST_ERROR,
     MODEL_FILE,
     NO_TARGET,
-    PAGE_KEY_PREFIXES,
     TARGET_COL,
-    TRUST_ENV,
-    TRUST_FLAG,
     UPLOAD,
     UPLOADED,
-    URL_KEYS,
-    apply_url,
-    batch_roots,
-    class_index,
     init_session,
-    keep_page_widgets,
-    pdp_class,
-    pickles_trusted,
-    quiet_restored_widgets,
-    shap_class,
-    share_in_url,
     valid_choice,
     valid_choices,
+    CONTROLS,
+    active_model,
+    begin_run,
+    bind,
+    forget,
+    has_value,
+    read_url,
+    set_active_model,
+    set_value,
+    value,
 )
 from .interactions import (
     interaction_error,
@@ -124,7 +126,6 @@ from .segments import (  # noqa: E402
     remove_segment,
     saved_segments,
     segment_mask,
-    segment_picker,
     segments_from_url,
     segments_to_url,
 )

@@ -21,11 +21,10 @@ from demo_models import build as demo_build
 from explainers import ExplainerError, ModelAdapter
 
 from dashboard import served as served_list
-from dashboard.safe_text import md
 
 from .cache import result_cache
-from .session import (ACTIVE, DATA_FILE, DEFAULT_DEMO, DEMO_PICK, LAST_ERROR, MODEL_FILE, NO_TARGET,
-                      TARGET_COL, UPLOAD, UPLOADED, pickles_trusted)
+from .operator import pickles_trusted
+from .session import DEFAULT_DEMO, UPLOAD, UPLOADED, active_model, set_active_model
 
 
 @dataclass
@@ -169,7 +168,7 @@ def _model_type(model) -> str:
 
 def current() -> ModelContext:
     """The active model context (served, demo or upload)."""
-    active = st.session_state.get(ACTIVE, DEFAULT_DEMO)
+    active = active_model()
     up = st.session_state.get(UPLOAD)
     if active == UPLOADED and up is not None:
         return load_upload(up["model_bytes"], up["model_name"], up["data_bytes"], up["data_name"], up["target"],
@@ -180,10 +179,10 @@ def current() -> ModelContext:
             return served_context(entry)
     if active not in demo_build.DEMO_NAMES:  # gone or unknown: the first served model, else the demo
         if served:
-            st.session_state[ACTIVE] = served[0].key
+            set_active_model(served[0].key)
             return served_context(served[0])
         active = DEFAULT_DEMO
-        st.session_state[ACTIVE] = active
+        set_active_model(active)
     return demo_context(active)
 
 
@@ -225,6 +224,12 @@ def known_model(key) -> bool:
         return key in served_keys()
     except ExplainerError:
         return False
+
+
+def is_known_model(key) -> bool:
+    """Whether a link's ``?model=`` can be shown in this session: a demo, a served model, or the
+    upload this session holds (its own, or a shared one the link's ``?ws=`` opened)."""
+    return known_model(key) or (key == UPLOADED and st.session_state.get(UPLOAD) is not None)
 
 
 def default_model() -> str:
@@ -281,42 +286,6 @@ def error_message(exc: BaseException) -> str:
     from dashboard.messages import for_page
 
     return for_page(exc)
-
-
-def show_error(exc: BaseException) -> None:
-    """The exception's sentence as an error box; any user text in it (names, values) shown literally."""
-    st.error(md(error_message(exc)), icon=":material/error:")
-
-
-# ------------------------------------------------------------ upload actions
-def on_pick_demo() -> None:
-    """Callback of the Model page's demo picker (callbacks may set widget state)."""
-    st.session_state[ACTIVE] = st.session_state[DEMO_PICK]
-    st.session_state[LAST_ERROR] = None
-
-
-def on_load_upload(mf=None, df=None) -> None:
-    """Load a model file and a data file (by default the uploaders'), or keep what was chosen before."""
-    mf = st.session_state.get(MODEL_FILE) if mf is None else mf
-    df = st.session_state.get(DATA_FILE) if df is None else df
-    if mf is None or df is None:
-        st.session_state[LAST_ERROR] = "Choose both a model file and a data file, then press Load."
-        return
-    target = st.session_state.get(TARGET_COL)
-    target = None if target in (None, NO_TARGET) else target
-    model_bytes, data_bytes = mf.getvalue(), df.getvalue()
-    keys = {"model_key": explainers.fingerprint(model_bytes), "data_key": explainers.fingerprint(data_bytes)}
-    try:
-        load_upload(model_bytes, mf.name, data_bytes, df.name, target, **keys)
-    except Exception as exc:  # keep the model already chosen; say what to fix
-        st.session_state[LAST_ERROR] = error_message(exc)
-        return
-    st.session_state[UPLOAD] = {
-        "model_bytes": model_bytes, "model_name": mf.name, "data_bytes": data_bytes, "data_name": df.name,
-        "target": target, **keys,
-    }
-    st.session_state[ACTIVE] = UPLOADED
-    st.session_state[LAST_ERROR] = None
 
 
 # -------------------------------------------------------------- summaries

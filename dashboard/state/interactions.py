@@ -1,6 +1,6 @@
 """The cached computations of the Interactions page: SHAP interaction values and Friedman's H.
 
-Keyed like :mod:`.compute` by the model and data fingerprints plus every setting
+Keyed like the other pages' calls by the model and data fingerprints plus every setting
 (rows, measure, features, class), in the process-wide
 :func:`~dashboard.state.cache.result_cache`, so a progress bar can be passed in.
 
@@ -22,9 +22,9 @@ import numpy as np
 from explainers import ExplainerError
 
 from .cache import result_cache
-from .compute import background, sample_rows
 from .context import ModelContext, error_message
-from .session import class_index
+from .outputs import class_index
+from .rows import background, sample_rows
 
 #: SHAP interaction values on the page: rows in the seeded sample by default (tree models)
 SHAP_ROWS = 500
@@ -105,7 +105,7 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int) -> tuple[floa
     """
     from math import comb, sqrt
 
-    from .compute import SLOW_VIEW_S, predict_seconds_per_row
+    from .costs import SLOW_VIEW_S, predict_seconds_per_row
 
     method, _ = interaction_method(ctx)
     brute_h = not _h_by_tree_walk(ctx)
@@ -135,7 +135,7 @@ def h_rows_used(ctx: ModelContext, n_rows: int) -> int:
 
 def h_class(ctx: ModelContext) -> int | None:
     """The sidebar's class as the H statistic's class_index (None for regression)."""
-    from .session import output_choices
+    from .outputs import output_choices
 
     return None if output_choices(ctx) is None else class_index(ctx)
 

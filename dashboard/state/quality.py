@@ -16,11 +16,10 @@ from explainers.quality import classification_quality, regression_quality, resid
 
 from .cache import result_cache
 from .context import ModelContext
-from .session import class_index
+from .outputs import class_index
+from .session import set_value, value
 
-#: the threshold the user picked (plain session state: kept when the Quality page is left)
-THRESHOLD = "quality_threshold_value"
-#: the Quality page's slider
+#: the Quality page's slider (its value is kept by the state model: Quality and What-if read it)
 THRESHOLD_WIDGET = "quality_threshold"
 DEFAULT_THRESHOLD = 0.5
 #: the slider's step: thresholds are kept (and cached) at this resolution
@@ -50,37 +49,17 @@ def quality_problem(ctx: ModelContext) -> str | None:
 
 
 # ------------------------------------------------------------------ threshold
-def _valid_threshold(value) -> float | None:
-    try:
-        t = float(value)
-    except (TypeError, ValueError):
-        return None
-    return round(t / THRESHOLD_STEP) * THRESHOLD_STEP if 0.0 <= t <= 1.0 else None
+def valid_threshold(t) -> bool:
+    """Whether ``t`` can be the slider's value (a link may carry anything)."""
+    return isinstance(t, (int, float)) and 0.0 <= float(t) <= 1.0
 
 
 def threshold() -> float:
-    """The threshold picked on the Quality page (from a shared link's ``?threshold=`` first)."""
-    ss = st.session_state
-    if THRESHOLD not in ss:
-        ss[THRESHOLD] = _valid_threshold(st.query_params.get("threshold")) or DEFAULT_THRESHOLD
-    return round(float(ss[THRESHOLD]), 2)
-
-
-def threshold_slider(container=st) -> float:
-    """The Quality page's slider: starts at the kept threshold, keeps what is picked, and
-    puts it in the URL."""
-    ss = st.session_state
-    if THRESHOLD_WIDGET not in ss:
-        ss[THRESHOLD_WIDGET] = threshold()
-    t = container.slider("Threshold", 0.0, 1.0, step=THRESHOLD_STEP, key=THRESHOLD_WIDGET, format="%.2f",
-                         help="A row is predicted the chosen class when its probability of that class is at "
-                              "least this. The confusion matrix and the metrics follow it; the What if? page "
-                              "gives its verdict at this threshold too.")
-    ss[THRESHOLD] = round(float(t), 2)
-    from .session import share_in_url
-
-    share_in_url(threshold=f"{ss[THRESHOLD]:g}")
-    return ss[THRESHOLD]
+    """The threshold picked on the Quality page (a bound control: a link's ``?threshold=`` too),
+    at the slider's resolution."""
+    t = value(THRESHOLD_WIDGET, DEFAULT_THRESHOLD)
+    t = float(t) if valid_threshold(t) else DEFAULT_THRESHOLD
+    return round(round(t / THRESHOLD_STEP) * THRESHOLD_STEP, 2)
 
 
 # --------------------------------------------------------------- computations
@@ -219,49 +198,19 @@ _GO_SHAP = "quality_go_shap"
 
 
 def prepare_shap(row: int) -> None:
-    """Callback of the "open on the SHAP page" button: the SHAP page will show ``row``.
-
-    A page switch made by the app (not the browser) drops every widget's value, the sidebar's
-    model and class included; values set in a callback, before any widget of the run, are
-    kept, so they are set again here (the SHAP page's with their copies kept across pages,
-    see ``session.keep_page_widgets``). :func:`go_to_shap` then switches.
-    """
-    from .session import ACTIVE, CLASS_INDEX
-
-    ss = st.session_state
-    for key in (ACTIVE, CLASS_INDEX):
-        if key in ss:
-            ss[key] = ss[key]
-    for key, value in (("shap_pick", "index"), ("shap_row", int(row))):
-        ss[key] = ss["kept::" + key] = value
-    ss[_GO_SHAP] = True
+    """Callback of the "open on the SHAP page" button: the SHAP page will show ``row``, picked by
+    its index. Only the SHAP page's controls change: the model, the class and the way back stay
+    as they are (their values live in the state model, which a page switch never drops).
+    :func:`go_to_shap` then switches, once."""
+    set_value("shap_pick", "index")
+    set_value("shap_row", int(row))
+    st.session_state[_GO_SHAP] = True
 
 
 def go_to_shap() -> None:
     """Switch to the SHAP page when :func:`prepare_shap` asked for it."""
     if st.session_state.pop(_GO_SHAP, False):
         st.switch_page("views/shap.py")
-
-
-# -------------------------------------------------------------- What-if verdict
-def verdict(ctx: ModelContext, values: tuple, at: float) -> tuple[str, float] | None:
-    """(class, probability of the sidebar's class) of one edited row at threshold ``at``, for a
-    binary classifier with probabilities; None otherwise. The row is predicted the sidebar's
-    class when that probability is at least ``at``."""
-    if ctx.task != "binary" or not hasattr(ctx.model, "predict_proba"):
-        return None
-    from .compute import edited_row
-
-    pos = class_index(ctx)
-    row, key_values = edited_row(ctx, values)
-
-    def compute():
-        return ctx.adapter.with_output("proba", class_index=None).predict(row)[0]
-
-    proba = result_cache().get_or_compute(("verdict", ctx.model_key, ctx.data_key, key_values), compute)
-    p = float(proba[pos])
-    classes = ctx.classes
-    return (classes[pos] if p >= at else classes[1 - pos]), p
 
 
 def rows_count(n: int) -> str:
@@ -274,3 +223,6 @@ def class_frame(q) -> pd.DataFrame:
     return q.per_class.rename(columns={"class": "class", "precision": "precision", "recall": "recall", "f1": "F1",
                                        "support": "rows of the class", "predicted": "rows predicted",
                                        "roc_auc": "ROC AUC", "average_precision": "average precision"})
+
+
+

@@ -26,6 +26,7 @@ from explainers.segments import (
 
 from .cache import ResultCache, result_cache
 from .context import ModelContext, error_message
+from .session import forget, set_value, value
 from .segments import NO_SEGMENT, SEGMENT_ON, add_segment, saved_segments, segment_mask
 
 __all__ = ["DRAFT", "MESSAGE", "RANGE", "VALUES", "EMPTY", "ON_PRED", "ON_ERROR", "condition_targets",
@@ -241,7 +242,7 @@ def on_add_segment() -> None:
         _say("error", error_message(exc))
         return
     st.session_state[DRAFT] = []
-    st.session_state[NAME] = next_name()
+    forget(NAME)  # the name box starts again from the next free name
     _say("success", f"Saved {name}; the sidebar now compares it with the rest of the rows.")
 
 
@@ -258,7 +259,7 @@ def on_add_proposal(token: str) -> None:
 def on_compare(name: str) -> None:
     from .segments import segments_to_url
 
-    st.session_state[SEGMENT_ON] = name
+    set_value(SEGMENT_ON, name)
     segments_to_url()
 
 
@@ -310,7 +311,7 @@ def proposals_frame(props: list) -> pd.DataFrame:
 def saved_frame(ctx: ModelContext) -> tuple[pd.DataFrame, list[str]]:
     """The saved segments as a table (name, rule, rows and, with a target, mean error against the
     rest's; which one the sidebar compares), and a sentence per segment that does not apply here."""
-    on = st.session_state.get(SEGMENT_ON, NO_SEGMENT)
+    on = value(SEGMENT_ON, NO_SEGMENT)
     rows, problems = [], []
     for seg in saved_segments():
         line = {"segment": seg.name, "rule": seg.describe(), "rows": None, "compared": seg.name == on}
@@ -344,7 +345,7 @@ def report_section(ctx: ModelContext):
                                   "compared": "Compared"})
     frame["Compared"] = frame["Compared"].map({True: "yes", False: ""})
     frame["Rows"] = frame["Rows"].astype(object).where(frame["Rows"].notna(), "—")
-    on = st.session_state.get(SEGMENT_ON, NO_SEGMENT)
+    on = value(SEGMENT_ON, NO_SEGMENT)
     caption = [f"{len(segments)} segment(s) defined on the Segments page, out of {len(ctx.X):,} rows."]
     if ctx.y is not None:
         caption.append(f"The error is the {error_words(ctx)}; the mean error of the rest is over the rows "

@@ -20,10 +20,11 @@ from explainers.segments import Segment, too_small
 
 from .cache import result_cache
 from .context import ModelContext
+from .session import set_value, value
 
 __all__ = ["SEGMENTS", "SEGMENT_ON", "NO_SEGMENT", "MAX_SEGMENTS", "MIN_SEGMENT_ROWS", "ActiveSegment",
            "saved_segments", "add_segment", "remove_segment", "segment_mask", "active_segment",
-           "segments_from_url", "segments_to_url", "segment_picker"]
+           "segments_from_url", "segments_to_url"]
 
 SEGMENTS = "segments"  # session: list of segment tokens, in the order they were added
 SEGMENT_ON = "segment_on"  # sidebar selectbox: the compared segment's name, or NO_SEGMENT
@@ -86,14 +87,14 @@ def add_segment(segment: Segment) -> None:
     if len(kept) >= MAX_SEGMENTS:
         raise ExplainerError(f"At most {MAX_SEGMENTS} segments are kept; remove one first.")
     st.session_state[SEGMENTS] = [s.to_token() for s in kept] + [segment.to_token()]
-    st.session_state[SEGMENT_ON] = segment.name
+    set_value(SEGMENT_ON, segment.name)
     segments_to_url()
 
 
 def remove_segment(name: str) -> None:
     st.session_state[SEGMENTS] = [s.to_token() for s in saved_segments() if s.name != name]
-    if st.session_state.get(SEGMENT_ON) == name:
-        st.session_state[SEGMENT_ON] = NO_SEGMENT
+    if value(SEGMENT_ON) == name:
+        set_value(SEGMENT_ON, NO_SEGMENT)
     segments_to_url()
 
 
@@ -104,7 +105,7 @@ def segments_to_url() -> None:
         st.query_params["seg"] = ".".join(tokens)
     else:
         st.query_params.pop("seg", None)
-    on = st.session_state.get(SEGMENT_ON)
+    on = value(SEGMENT_ON)
     if on and on != NO_SEGMENT:
         st.query_params["segon"] = on
     else:
@@ -126,7 +127,7 @@ def segments_from_url() -> str | None:
     st.session_state[SEGMENTS] = tokens
     on = st.query_params.get("segon")
     names = [Segment.from_token(t).name for t in tokens]
-    st.session_state[SEGMENT_ON] = on if on in names else NO_SEGMENT
+    set_value(SEGMENT_ON, on if on in names else NO_SEGMENT)
     return problem
 
 
@@ -148,7 +149,7 @@ def active_segment(ctx: ModelContext) -> ActiveSegment | None:
     Raises ExplainerError (in page words) when the segment cannot be applied to this
     model and data (a column it names is not there, it needs the target...).
     """
-    name = st.session_state.get(SEGMENT_ON, NO_SEGMENT)
+    name = value(SEGMENT_ON, NO_SEGMENT)
     if not name or name == NO_SEGMENT:
         return None
     for segment in saved_segments():
@@ -156,25 +157,3 @@ def active_segment(ctx: ModelContext) -> ActiveSegment | None:
             mask = segment_mask(ctx, segment)
             return ActiveSegment(segment, mask, too_small(mask, MIN_SEGMENT_ROWS))
     return None
-
-
-def segment_picker(ctx: ModelContext) -> None:
-    """The sidebar's "Compare a segment" picker, with the segment's rule and size."""
-    from dashboard.safe_text import md
-
-    segments = saved_segments()
-    if not segments:
-        return
-    names = [NO_SEGMENT] + [s.name for s in segments]
-    if st.session_state.get(SEGMENT_ON) not in names:
-        st.session_state[SEGMENT_ON] = NO_SEGMENT
-    st.selectbox("Compare a segment", names, key=SEGMENT_ON, on_change=segments_to_url,
-                 help="Pages show this segment beside the rest of the rows. Define segments on the Segments page.")
-    try:
-        active = active_segment(ctx)
-    except ExplainerError as exc:
-        st.caption(md(str(exc)))
-        return
-    if active is not None:
-        n = int(active.mask.sum())
-        st.caption(f"{md(active.segment.describe())}: {n:,} of {len(active.mask):,} rows")

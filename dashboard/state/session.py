@@ -1,21 +1,37 @@
-"""What one browser session remembers: session-state keys, page widgets kept across
-page switches, the files chosen in the Model page's uploaders (kept across pages too),
-the URL's query parameters, the operator's trust flag and the class pick.
+"""The dashboard's one state model: what each control shows, kept in the session and the URL.
+
+Streamlit forgets a widget's value in every run that does not draw the widget (another
+page is shown, or ``st.switch_page`` reran without the browser's widget values), and a
+browser keeps what a box showed by itself. So no widget owns a value here:
+
+- every control's value lives under a *store key* (``"v::" + the widget key``) that no
+  widget owns, so it survives any page switch, rerun or navigation action;
+- :func:`bind` is called right before a widget is drawn: it checks the stored value
+  against the widget's options (a value another model cannot take falls back to the
+  default), writes it into the widget's key (so the box shows exactly the value the page
+  computes with) and returns ``key=`` and ``on_change=`` for the widget; ``on_change``
+  copies the user's pick back into the store;
+- :func:`set_value` (callbacks, navigation actions) writes the store and the widget key,
+  so a button that changes a control changes what the box shows too;
+- every control named in :data:`CONTROLS` has a URL query parameter: :func:`bind` puts
+  its value there when it differs from the default (and takes it out when not), the
+  sidebar's controls on every page, a page's own controls on that page only
+  (:func:`begin_run` drops the other pages' parameters); :func:`read_url` fills the
+  store from the URL on a session's first run, so a reload or a link a colleague opens
+  shows the same view.
+
+No widget is created here: pages draw them, with ``**state.bind(...)``.
 """
 from __future__ import annotations
 
-import os
-import sys
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import streamlit as st
 
-if TYPE_CHECKING:
-    from .context import ModelContext
-
 # ----------------------------------------------------------- session-state keys
-ACTIVE = "active_model"  # demo name, or UPLOADED
-UPLOAD = "upload"  # dict: model/data bytes, names, keys, target
+ACTIVE = "active_model"  # demo name, served key, or UPLOADED (a bound control: read it with value(ACTIVE))
+UPLOAD = "upload"  # dict: model/data bytes, names, keys, target, workspace token
 CLASS_INDEX = "class_label"  # the class (or a multi-output regressor's output) picked in the sidebar, by its label
 LAST_ERROR = "model_page_error"
 UPLOADED = "__uploaded__"
@@ -28,275 +44,302 @@ TARGET_COL = "upload_target"
 DEMO_PICK = "demo_pick"
 NO_TARGET = "(no target column)"
 
-#: the files chosen in those uploaders, kept across pages (Streamlit forgets a widget's
-#: value once a run does not draw it, so the Model page's uploaders empty on a page switch)
-CHOSEN = "chosen_upload_files"
-
-TRUST_FLAG = "--trust-pickles"
-TRUST_ENV = "GLASSBOX_TRUST_PICKLES"
-BATCH_ROOT_FLAG = "--batch-root"
-BATCH_ROOTS_ENV = "GLASSBOX_BATCH_ROOTS"
+_STORE = "v::"
+_DEFAULT = "d::"
+_URL_READ = "url_read"
+_PAGE = "current_page"
 
 
-def init_session() -> None:
-    """Set every session key once, at the top of app.py."""
-    from .context import default_model  # the first served model (glassbox serve, show()), else the demo
-    st.session_state.setdefault(ACTIVE, default_model())
-    st.session_state.setdefault(UPLOAD, None)
-    st.session_state.setdefault(LAST_ERROR, None)
+# -------------------------------------------------------------- the controls
+def _split(text: str, n: int | None = None) -> list[str] | None:
+    parts = text.split("~") if text else []
+    return parts if n is None or len(parts) == n else None
 
 
-def pickles_trusted() -> bool:
-    """The operator allowed pickle/joblib uploads (a start flag or environment variable)."""
-    env = os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    return env or TRUST_FLAG in sys.argv[1:]
+def _to_int(text: str):
+    return int(text) if text.lstrip("-").isdigit() else None
 
 
-def batch_roots() -> list[str]:
-    """The folders the operator lets users open batch runs from, resolved (symlinks, ``..``).
+def _to_float(text: str):
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if v == v and abs(v) != float("inf") else None
 
-    Named after ``--`` at start (``-- --batch-root DIR``, repeatable, or
-    ``--batch-root=DIR``) and in GLASSBOX_BATCH_ROOTS (folders separated by
-    ``os.pathsep``). None named: the SHAP page offers no batch runs at all.
+
+def _to_bool(text: str):
+    return {"1": True, "0": False}.get(text)
+
+
+def _int_pair(text: str):
+    parts = _split(text, 2)
+    vals = None if parts is None else [_to_int(p) for p in parts]
+    return None if vals is None or None in vals else tuple(vals)
+
+
+def _int_cell(text: str):
+    return _int_pair(text)
+
+
+_PARSE: dict[str, Callable[[str], Any]] = {
+    "str": lambda t: t, "int": _to_int, "float": _to_float, "bool": _to_bool, "list": lambda t: _split(t),
+    "pair": _int_pair, "cell": _int_cell,
+}
+
+
+def _format(kind: str, value) -> str:
+    if kind == "bool":
+        return "1" if value else "0"
+    if kind in ("list", "pair", "cell"):
+        return "~".join(str(v) for v in value)
+    if kind == "float":
+        return f"{float(value):g}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Control:
+    """A control whose value a link carries.
+
+    Attributes
+    ----------
+    key : str
+        The widget key (its value lives under ``"v::" + key``).
+    param : str
+        The URL query parameter.
+    page : str or None
+        The ``url_path`` of the page whose links carry it; None: the sidebar's, on every page.
+    kind : str
+        How the value is written in the URL: "str", "int", "float", "bool", "list" (of str,
+        joined by ``~``), "pair" (two ints, a range) or "cell" (two ints, a matrix cell).
     """
-    named = os.environ.get(BATCH_ROOTS_ENV, "").split(os.pathsep)
-    args = sys.argv[1:]
-    for i, arg in enumerate(args):
-        if arg == BATCH_ROOT_FLAG and i + 1 < len(args):
-            named.append(args[i + 1])
-        elif arg.startswith(BATCH_ROOT_FLAG + "="):
-            named.append(arg[len(BATCH_ROOT_FLAG) + 1:])
-    roots = []
-    for p in named:
-        if p.strip():
-            real = os.path.realpath(os.path.expanduser(p.strip()))
-            if real not in roots:
-                roots.append(real)
-    return roots
+
+    key: str
+    param: str
+    page: str | None
+    kind: str = "str"
+
+    def parse(self, text: str):
+        """The value of a URL's text, or None when it cannot be read (then the default stands)."""
+        return _PARSE[self.kind](str(text))
+
+    def format(self, value) -> str:
+        return _format(self.kind, value)
 
 
-# ------------------------------------------------------------- chosen files
-def note_chosen_files() -> None:
-    """Remember the files chosen in the Model page's uploaders, across pages.
+def _controls(page: str | None, kind: str, **params_to_keys: str) -> list[Control]:
+    return [Control(key, param, page, kind) for param, key in params_to_keys.items()]
 
-    Called at the top of app.py on every run: while the uploaders' values are in the
-    session (the Model page drew them last), they are copied; once another page is
-    shown the copy stays, so every page can say an upload is waiting, and the Model
-    page can load it (:func:`chosen_files`). Emptying an uploader forgets its file.
+
+#: every control a link carries, by widget key. Page names are the pages' url paths (app.py).
+CONTROLS: dict[str, Control] = {c.key: c for c in [
+    *_controls(None, "str", model=ACTIVE, **{"class": CLASS_INDEX}),
+    # PDP / ICE / ALE
+    *_controls("effects", "str", feature="pdp_f1", feature2="pdp_f2", colour="pdp_colour", style="pdp_style",
+               empty="pdp_empty"),
+    *_controls("effects", "int", grid="pdp_grid", grid2="pdp_grid2", rows="pdp_rows", ice_lines="pdp_nice"),
+    *_controls("effects", "pair", pct="pdp_pct"),
+    *_controls("effects", "bool", ice="pdp_ice", centered="pdp_centered", points="pdp_points"),
+    # SHAP
+    *_controls("attribution", "str", pick="shap_pick", method="shap_method", view="shap_view",
+               source="shap_source", dep="shap_dep", dep_colour="shap_dep_col"),
+    *_controls("attribution", "int", row="shap_row", sorted_row="shap_row_sorted", sample="shap_n"),
+    *_controls("attribution", "list", mask="shap_mask"),
+    *_controls("attribution", "bool", empty_missing="shap_empty_missing", **{"global": "shap_global"}),
+    # What if?
+    *_controls("what-if", "int", row="whatif_row"),
+    *_controls("what-if", "list", mask="whatif_mask"),
+    *_controls("what-if", "bool", empty_missing="whatif_empty_missing"),
+    # Importance
+    *_controls("importance-comparison", "int", repeats="imp_repeats", rows="imp_rows"),
+    *_controls("importance-comparison", "bool", shap="imp_shap"),
+    *_controls("importance-comparison", "str", sort="imp_sort", agreement="imp_agree"),
+    # Interactions
+    *_controls("interactions", "str", measure="ia_measure", f1="ia_f1", f2="ia_f2"),
+    *_controls("interactions", "int", rows="ia_rows"),
+    # Quality
+    *_controls(None, "float", threshold="quality_threshold"),  # What-if's verdict follows it too
+    *_controls("quality", "cell", cell="quality_cell"),
+    *_controls("quality", "int", band="quality_band", open_row="quality_open_row"),
+    *_controls("quality", "str", residuals_by="quality_feature"),
+    # Segments (the proposals; the segments themselves are ?seg= / ?segon=, see .segments)
+    *_controls("segments", "int", depth="seg_prop_depth", min_rows="seg_prop_min"),
+    # Report
+    *_controls("report", "bool", summary="rep_summary", pdp="rep_pdp", shap="rep_shap", importance="rep_imp",
+               interactions="rep_inter", preview="rep_show"),
+]}
+
+#: URL parameters kept on every page besides the sidebar's controls (segments, a shared upload)
+GLOBAL_PARAMS = {"seg", "segon", "ws"}
+
+
+# ---------------------------------------------------------------- the store
+def value(key: str, default=None):
+    """The value a control holds (what its widget shows and its page computes with)."""
+    return st.session_state.get(_STORE + key, default)
+
+
+def has_value(key: str) -> bool:
+    return _STORE + key in st.session_state
+
+
+def set_value(key: str, v) -> None:
+    """Set a control (from a callback, a navigation action or a URL): the store and the widget's
+    key both, so the box shows the new value on the next draw."""
+    st.session_state[_STORE + key] = v
+    st.session_state[key] = v
+
+
+def forget(key: str) -> None:
+    """Drop a control's value: its widget starts again from its default."""
+    for k in (_STORE + key, key, _DEFAULT + key):
+        st.session_state.pop(k, None)
+
+
+def _copy_back(key: str) -> None:
+    st.session_state[_STORE + key] = st.session_state.get(key)
+
+
+def _valid(v, options, valid) -> bool:
+    if valid is not None:
+        try:
+            return bool(valid(v))
+        except (TypeError, ValueError):
+            return False
+    if options is None:
+        return True
+    if isinstance(v, list):
+        return True  # a multiselect: filtered below
+    try:
+        return v in options
+    except TypeError:
+        return False
+
+
+def bind(key: str, default=None, *, options=None, valid: Callable[[Any], bool] | None = None,
+         on_change: Callable[[], None] | None = None) -> dict:
+    """Keyword arguments for the widget ``key``: its value from the store, checked first.
+
+    Parameters
+    ----------
+    key : str
+        The widget key.
+    default : object
+        What the widget shows when nothing valid is stored (the widget itself gets no
+        ``value=`` / ``index=``: its value always comes from here).
+    options : sequence, optional
+        The widget's options: a stored value not among them (another model's feature)
+        falls back to ``default``; a list value (multiselect) keeps only its valid items.
+    valid : callable, optional
+        A check of the value instead of ``options`` (number bounds).
+    on_change : callable, optional
+        Called after the user's pick is stored.
+
+    Returns
+    -------
+    dict
+        ``key`` and ``on_change`` for the widget call.
     """
     ss = st.session_state
-    chosen = dict(ss.get(CHOSEN) or {})
-    for key, slot in ((MODEL_FILE, "model"), (DATA_FILE, "data"), (TARGET_COL, "target")):
-        if key in ss:
-            chosen[slot] = ss[key]  # an UploadedFile (None once removed), or the target column
-        elif slot != "target" and _is_loaded(slot, chosen.get(slot)):
-            chosen[slot] = None  # loaded already: the upload holds its bytes, no need for a second copy
-    ss[CHOSEN] = chosen
+    v = ss.get(_STORE + key, default)
+    if isinstance(v, list) and options is not None:
+        v = [x for x in v if x in options]
+    elif not _valid(v, options, valid):
+        v = default
+    ss[_STORE + key] = v
+    ss[_DEFAULT + key] = default
+    ss[key] = v  # before the widget is drawn: what the box shows is what the page computes with
+    _to_url(key, v, default)
+
+    def changed():
+        _copy_back(key)
+        _to_url(key, st.session_state[_STORE + key], st.session_state.get(_DEFAULT + key))
+        if on_change is not None:
+            on_change()
+
+    return {"key": key, "on_change": changed}
 
 
-def _is_loaded(slot: str, f) -> bool:
-    """Whether the chosen file ``f`` is the loaded upload's model or data file."""
-    up = st.session_state.get(UPLOAD)
-    return (f is not None and up is not None and up.get(f"{slot}_name") == f.name
-            and len(up.get(f"{slot}_bytes") or b"") == f.size)
-
-
-def chosen_target() -> str | None:
-    """The target column picked with the chosen data file (kept across pages like the files)."""
-    return (st.session_state.get(CHOSEN) or {}).get("target")
-
-
-def chosen_columns() -> list[str]:
-    """Columns of the chosen data file (the uploader's, or the one kept across pages)."""
-    f = chosen_files()["data"]
-    if f is None:
-        return []
-    return _peek_columns(f"{f.file_id}:{f.size}", f.getvalue(), f.name)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _peek_columns(file_key: str, _data: bytes, name: str) -> list[str]:
-    from explainers.io import peek_columns
-
-    return peek_columns(_data, filename=name)
-
-
-def chosen_files() -> dict:
-    """{"model": UploadedFile or None, "data": UploadedFile or None}: the uploaders' files, or
-    the ones chosen before the Model page was left."""
-    ss = st.session_state
-    chosen = dict(ss.get(CHOSEN) or {})
-    for key, slot in ((MODEL_FILE, "model"), (DATA_FILE, "data")):
-        if ss.get(key) is not None:
-            chosen[slot] = ss[key]
-    return {"model": chosen.get("model"), "data": chosen.get("data")}
-
-
-def waiting_upload() -> dict | None:
-    """What waits to be loaded: {"names": the chosen files that are not the loaded upload,
-    "need": the slots ("model", "data") with no file chosen}, or None when nothing waits."""
-    names, need = [], []
-    for slot, f in chosen_files().items():
-        if f is None:
-            need.append(slot)
-        elif not _is_loaded(slot, f):
-            names.append(f.name)
-    return {"names": names, "need": need} if names else None
-
-
-def on_load_chosen() -> None:
-    """Callback of the Model page's Load button: load the chosen files, also those chosen
-    before the user left the page (whose uploaders Streamlit has emptied since)."""
-    from .context import on_load_upload
-
-    ss = st.session_state
-    if ss.get(MODEL_FILE) is not None and ss.get(DATA_FILE) is not None:
-        on_load_upload()  # both uploaders hold a file: the usual way
+# --------------------------------------------------------------------- URL
+def _to_url(key: str, v, default) -> None:
+    control = CONTROLS.get(key)
+    if control is None or (control.page is not None and control.page != st.session_state.get(_PAGE)):
         return
-    files = chosen_files()
-    on_load_upload(files["model"], files["data"])  # or says which file is missing
+    if v is None or v == default or (isinstance(v, list) and not v):
+        if control.param in st.query_params:
+            del st.query_params[control.param]
+        return
+    text = control.format(v)
+    if st.query_params.get(control.param) != text:
+        st.query_params[control.param] = text
 
 
-# ------------------------------------------------------------ page widgets
-#: widget keys of the pages, kept when the user goes to another page and back
-PAGE_KEY_PREFIXES = ("pdp_", "shap_", "imp_", "whatif_", "rep_", "ia_", "quality_")
-_NOT_KEPT = {"rep_download", "quality_open", "quality_confusion", "imp_fewer", "imp_go", "shap_fewer", "ia_fewer", "ia_go"}  # buttons and chart selections cannot be given a value
-_KEPT = "kept::"
+def begin_run(page: str) -> None:
+    """Every run, before anything is drawn: the page shown, and a URL that holds only what
+    belongs to it (the sidebar's controls, the segments, the shared upload, this page's controls)."""
+    st.session_state[_PAGE] = page
+    own = {c.param for c in CONTROLS.values() if c.page in (None, page)} | GLOBAL_PARAMS
+    for param in [p for p in st.query_params.keys() if p not in own]:
+        del st.query_params[param]
 
 
-def keep_page_widgets() -> None:
-    """Keep the pages' widget values across page switches.
+def read_url(page: str, is_known_model: Callable[[str], bool]) -> None:
+    """On a session's first run: the URL's values into the store (the sidebar's and ``page``'s).
 
-    Streamlit forgets a widget's value when a run does not draw it (another
-    page is shown); writing the value back as plain session state on every run
-    keeps it, so a page comes back as it was left.
+    A value that cannot be read is ignored (the default stands); values are checked against
+    the widget's options when it is drawn (:func:`bind`), so a stale link never breaks a page.
     """
     ss = st.session_state
-    for key in list(ss.keys()):
-        if isinstance(key, str) and key.startswith(PAGE_KEY_PREFIXES) and key not in _NOT_KEPT:
-            ss[_KEPT + key] = ss[key]  # remember what the page shows now
-    for key in list(ss.keys()):
-        if isinstance(key, str) and key.startswith(_KEPT) and key[len(_KEPT):] not in ss:
-            ss[key[len(_KEPT):]] = ss[key]  # the page is back: restore what it showed
+    if ss.get(_URL_READ):
+        return
+    ss[_URL_READ] = True
+    qp = st.query_params
+    for control in CONTROLS.values():
+        text = qp.get(control.param)
+        if text is None or control.page not in (None, page):
+            continue
+        if control.key == ACTIVE and not is_known_model(text):
+            continue
+        parsed = control.parse(text)
+        if parsed is not None:
+            ss[_STORE + control.key] = parsed
 
 
-class _RestoredWidgetFilter:
-    """Drops Streamlit's log line about a widget whose value came from session state.
-
-    :func:`keep_page_widgets` restores a page's widget values on purpose, so
-    every return to a page would otherwise log "created with a default value
-    but also had its value set via the Session State API" once per widget.
-    """
-
-    def filter(self, record) -> bool:
-        return "also had its value set via the Session State API" not in record.getMessage()
+def link_params() -> dict[str, str]:
+    """The query parameters of the view shown now (what a copied link carries)."""
+    return {k: st.query_params.get(k) for k in st.query_params.keys()}
 
 
-def quiet_restored_widgets() -> None:
-    """Install :class:`_RestoredWidgetFilter` on Streamlit's widget-policy logger (once)."""
-    import logging
+def init_session(default_model: str) -> None:
+    """Set the session's keys once, at the top of app.py."""
+    ss = st.session_state
+    ss.setdefault(_STORE + ACTIVE, default_model)
+    ss.setdefault(UPLOAD, None)
+    ss.setdefault(LAST_ERROR, None)
 
-    log = logging.getLogger("streamlit.elements.lib.policies")
-    if not any(isinstance(f, _RestoredWidgetFilter) for f in log.filters):
-        log.addFilter(_RestoredWidgetFilter())
+
+def active_model() -> str:
+    """The key of the model every page shows (a demo, a served model, or UPLOADED)."""
+    return value(ACTIVE, DEFAULT_DEMO)
 
 
+def set_active_model(key: str) -> None:
+    set_value(ACTIVE, key)
+
+
+# ------------------------------------------------------------- validation
 def valid_choice(key: str, options: list, default=None) -> None:
-    """Drop a session value (e.g. from a URL) that is not among a widget's options."""
-    if key in st.session_state and st.session_state[key] not in options:
+    """Drop a stored value (e.g. from a URL) that is not among a widget's options."""
+    if has_value(key) and value(key) not in options:
         if default is None:
-            del st.session_state[key]
+            forget(key)
         else:
-            st.session_state[key] = default
+            set_value(key, default)
 
 
 def valid_choices(key: str, options: list) -> None:
     """Keep only the values of a multiselect that are among its options (e.g. after a model switch)."""
-    if key in st.session_state:
-        st.session_state[key] = [v for v in st.session_state[key] if v in options]
+    if has_value(key):
+        set_value(key, [v for v in value(key) if v in options])
 
-
-# --------------------------------------------------------------------- URL
-URL_KEYS = {  # query parameter -> session-state key of the widget it fills
-    "model": ACTIVE,
-    "class": CLASS_INDEX,
-    "feature": "pdp_f1",
-    "feature2": "pdp_f2",
-    "row": "shap_row",
-}
-_URL_DONE = "url_applied"
-
-
-def apply_url() -> None:
-    """On a session's first run, fill the shared selections from the URL's query parameters.
-
-    Values are only taken when valid (a known model; the pages check features
-    and rows against their own options), so a stale link never breaks a page.
-    """
-    if st.session_state.get(_URL_DONE):
-        return
-    st.session_state[_URL_DONE] = True
-    qp = st.query_params
-    model = qp.get("model")
-    from .context import known_model  # a demo or a served model
-    if known_model(model):
-        st.session_state[ACTIVE] = model
-    value = qp.get("row")
-    if value is not None and value.isdigit():
-        st.session_state[URL_KEYS["row"]] = int(value)
-    for param in ("class", "feature", "feature2"):
-        if qp.get(param):
-            st.session_state[URL_KEYS[param]] = qp.get(param)
-
-
-def share_in_url(**params) -> None:
-    """Keep the page's main selections in the URL, so a view can be shared and reopened."""
-    for name, value in params.items():
-        if value is None:
-            st.query_params.pop(name, None)
-        else:
-            st.query_params[name] = str(value)
-
-
-# -------------------------------------------------------------- class pick
-def output_choices(ctx: ModelContext) -> list[str] | None:
-    """What the sidebar's picker offers: the classes of a classifier, the targets of a
-    multi-output regressor (each explained on its own), None for one output."""
-    if ctx.classes is not None:
-        return ctx.classes
-    adapter = ctx.adapter
-    if getattr(adapter, "n_targets", 1) > 1:
-        return [str(n) for n in adapter.all_output_names]
-    return None
-
-
-def picker_label(ctx: ModelContext) -> str:
-    """"Class" for a classifier, "Output" for a multi-output regressor."""
-    return "Class" if ctx.classes is not None else "Output"
-
-
-def class_index(ctx: ModelContext) -> int:
-    """Position of the sidebar's class (or output) among the model's (0 when none is picked).
-
-    The widget holds the label, not its position: when the model changes, a
-    label the new model lacks simply falls back to the first one.
-    """
-    label = st.session_state.get(CLASS_INDEX)
-    choices = output_choices(ctx)
-    if choices is None or label is None:
-        return 0
-    return choices.index(str(label)) if str(label) in choices else 0
-
-
-def pdp_class(ctx: ModelContext) -> int | None:
-    """The sidebar's class or output for PDP/ALE figures (None for one output)."""
-    return None if output_choices(ctx) is None else class_index(ctx)
-
-
-def shap_class(res, ctx: ModelContext) -> int | None:
-    """The sidebar's class as an output index of a SHAP result (None for one output)."""
-    if res.values.ndim == 2:
-        return None
-    k = res.values.shape[2]
-    ci = class_index(ctx)
-    return ci if ci < k else k - 1

@@ -4,7 +4,8 @@ import streamlit as st
 from dashboard import figures, messages, state
 from dashboard.safe_text import csv_text, file_name, md
 from dashboard.figures.importance import segment_importance_figure
-from dashboard.state.compute import compared_segment, importance_methods, importances_by_segment, left_out_notices
+from dashboard.state.importance import importance_methods, importances_by_segment, left_out_notices
+from dashboard.widgets import compared_segment
 
 ctx = state.current()
 st.title("Which features matter?")
@@ -13,11 +14,12 @@ seg = compared_segment(ctx)  # None: every row (a segment too small to compare s
 
 with st.expander("Settings", expanded=False):
     c1, c2, c3 = st.columns(3)
-    n_repeats = c1.number_input("Permutation repeats", 1, 50, 5, key="imp_repeats")
-    max_rows = c2.number_input("Rows used (permutation, SHAP)", 50, 20_000, 1_000, step=50, key="imp_rows",
-                               help="A seeded sample bounds the time of the slow methods.")
-    with_shap = c3.checkbox("Include mean |SHAP|", value=state.shap_is_fast(ctx), key="imp_shap",
-                            help="On by default where SHAP is fast (linear and tree models).")
+    n_repeats = c1.number_input("Permutation repeats", 1, 50, **state.bind("imp_repeats", 5, valid=lambda v: 1 <= v <= 50))
+    max_rows = c2.number_input("Rows used (permutation, SHAP)", 50, 20_000, step=50,
+                               help="A seeded sample bounds the time of the slow methods.",
+                               **state.bind("imp_rows", 1_000, valid=lambda v: 50 <= v <= 20_000))
+    with_shap = c3.checkbox("Include mean |SHAP|", help="On by default where SHAP is fast (linear and tree models).",
+                            **state.bind("imp_shap", state.shap_is_fast(ctx), options=(True, False)))
 
 # MDI, or for a model read from an XGBoost / LightGBM / CatBoost file that library's gain, cover, split count
 methods = importance_methods(ctx, with_shap)
@@ -33,8 +35,7 @@ if cost > state.SLOW_VIEW_S and not st.session_state.get("imp_go_for") == (ctx.k
                f"**{state.fmt_seconds(cost)}** (measured on a few rows). {fewer}", icon=":material/timer:")
     c1, c2 = st.columns(2)
     if fits >= 50:
-        c1.button(f"Use {fits:,} rows", key="imp_fewer", on_click=st.session_state.__setitem__,
-                  args=("imp_rows", fits))
+        c1.button(f"Use {fits:,} rows", key="imp_fewer", on_click=state.set_value, args=("imp_rows", fits))
     c2.button("Compute anyway", key="imp_go", on_click=st.session_state.__setitem__,
               args=("imp_go_for", (ctx.key, int(n_repeats), int(max_rows))))
     st.stop()
@@ -59,8 +60,8 @@ if len(results) >= 2:
     except Exception as exc:  # e.g. MDI of a Pipeline names the encoded columns, not the data's
         st.error(md(messages.for_page(exc, "importance")), icon=":material/error:")
 if comp is not None:
-    state.valid_choice("imp_sort", ["mean of methods"] + comp.methods)
-    sort_by = st.selectbox("Sort by", ["mean of methods"] + comp.methods, key="imp_sort")
+    sorts = ["mean of methods"] + comp.methods
+    sort_by = st.selectbox("Sort by", sorts, **state.bind("imp_sort", sorts[0], options=sorts))
     st.plotly_chart(figures.importance_bars_figure(comp, sort_by=None if sort_by == "mean of methods" else sort_by),
                     key="imp_bars")
     left, right = st.columns(2)
@@ -70,7 +71,8 @@ if comp is not None:
         st.download_button("Download the table (CSV)", csv_text(comp.table).encode(),
                            file_name=file_name(f"importance_{ctx.name}.csv"), mime="text/csv")
     with right:
-        kind = st.radio("Rank agreement", ["spearman", "kendall"], horizontal=True, key="imp_agree")
+        kinds = ["spearman", "kendall"]
+        kind = st.radio("Rank agreement", kinds, horizontal=True, **state.bind("imp_agree", kinds[0], options=kinds))
         st.plotly_chart(figures.agreement_heatmap_figure(comp, kind=kind), key="imp_heat")
     if len(comp.flags):
         st.subheader("Where the methods disagree")

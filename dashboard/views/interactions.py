@@ -1,7 +1,7 @@
 """Interactions page: which pairs of features act together, and how one pair does."""
 import streamlit as st
 
-from dashboard import figures, state
+from dashboard import figures, state, widgets
 from dashboard.figures import interactions as ifig
 from dashboard.safe_text import csv_text, file_name, md
 from dashboard.state import interactions as ia
@@ -21,20 +21,16 @@ if len(cols) < 2 or len(ctx.X) < 2:
 method, reason = ia.interaction_method(ctx)
 c1, c2 = st.columns([3, 1])
 measures = list(ia.MEASURES) if method is not None else [ia.H_MEASURE]
-state.valid_choice("ia_measure", measures)
-measure = c1.radio("Measure", measures, horizontal=True, key="ia_measure",
+measure = c1.radio("Measure", measures, horizontal=True, **state.bind("ia_measure", measures[0], options=measures),
                    help="SHAP interaction: the mean size of each pair's joint share of the prediction "
                         "(in the model's output units). H statistic: the share of the pair's joint partial "
                         "dependence that their separate effects do not explain (0 = none, 1 = all).")
-rows_key = f"ia_rows_{method or 'h'}"
 default_rows = {"tree": ia.SHAP_ROWS, "exact": ia.EXACT_ROWS}.get(method, ia.H_ROWS)
 rows_hi = max(2, min(len(ctx.X), 5_000))
 rows_lo = min(20, rows_hi)
-if rows_key in st.session_state and not rows_lo <= st.session_state[rows_key] <= rows_hi:
-    del st.session_state[rows_key]
 n_rows = int(c2.number_input(
-    "Rows in the sample", rows_lo, rows_hi, min(default_rows, rows_hi), step=50 if rows_hi >= 500 else 1,
-    key=rows_key, help=f"A seeded sample of this many rows (of {len(ctx.X):,}) lies behind the numbers; the H "
+    "Rows in the sample", rows_lo, rows_hi, step=50 if rows_hi >= 500 else 1,
+    **state.bind("ia_rows", min(default_rows, rows_hi), valid=lambda v: rows_lo <= v <= rows_hi), help=f"A seeded sample of this many rows (of {len(ctx.X):,}) lies behind the numbers; the H "
                        f"statistic uses at most {ia.H_ROWS} of them (it costs about rows² predictions per pair)."))
 if method is None:
     st.info(md(reason), icon=":material/info:")
@@ -44,15 +40,17 @@ with st.spinner("Measuring how long the model takes…"):
         cost, fits = ia.interaction_cost(ctx, measure, n_rows)
     except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
         cost, fits = 0.0, n_rows
-if cost > state.SLOW_VIEW_S and st.session_state.get("ia_go_for") != (ctx.key, measure, n_rows):
+# "Compute anyway" approves a cost for these rows: a switch to work that costs no more (the other
+# measure, whose numbers the first run computed too) does not ask again
+approved = st.session_state.setdefault("ia_go_for", {})
+if cost > state.SLOW_VIEW_S and approved.get((ctx.key, n_rows), -1.0) < cost:
     st.warning(f"With {n_rows:,} rows this takes about **{state.fmt_seconds(cost)}** for this model (measured on "
                f"a few rows). About {fits:,} rows take {state.fmt_seconds(state.SLOW_VIEW_S)}.",
                icon=":material/timer:")
     g1, g2 = st.columns(2)
     if fits < n_rows:
-        g1.button(f"Use {fits:,} rows", key="ia_fewer", on_click=st.session_state.__setitem__, args=(rows_key, fits))
-    g2.button("Compute anyway", key="ia_go", on_click=st.session_state.__setitem__,
-              args=("ia_go_for", (ctx.key, measure, n_rows)))
+        g1.button(f"Use {fits:,} rows", key="ia_fewer", on_click=state.set_value, args=("ia_rows", fits))
+    g2.button("Compute anyway", key="ia_go", on_click=approved.__setitem__, args=((ctx.key, n_rows), cost))
     st.stop()
 
 bar = st.progress(0.0, text="Computing interactions…")
@@ -79,23 +77,22 @@ table = ifig.interaction_pairs_frame(shap_res, h_res, feats, class_index=sci, so
 
 # ------------------------------------------------------------ the pair picked
 F1, F2 = "ia_f1", "ia_f2"
-if F1 not in st.session_state and st.query_params.get("f1") in cols:  # a shared link
-    st.session_state[F1] = st.query_params.get("f1")
-    if st.query_params.get("f2") in cols:
-        st.session_state[F2] = st.query_params.get("f2")
-state.valid_choice(F1, cols)
-if F1 not in st.session_state:
-    st.session_state[F1] = str(table.feature.iloc[0]) if len(table) else cols[0]
-partners = [c for c in cols if c != st.session_state[F1]]
-state.valid_choice(F2, partners)
-if F2 not in st.session_state:
-    first = st.session_state[F1]
-    strength = ifig.interaction_strength(shown, class_index=sci if shown is shap_res else None)
+strength_all = ifig.interaction_strength(shown, class_index=sci if shown is shap_res else None)
+
+
+def best_partner(first: str) -> str:
+    """The feature that interacts most with ``first`` (the pair shown until the user picks one)."""
+    partners = [c for c in cols if c != first]
     best = None
-    if first in strength.index:
-        row = strength.loc[first].drop(first, errors="ignore").astype(float).dropna()
+    if first in strength_all.index:
+        row = strength_all.loc[first].drop(first, errors="ignore").astype(float).dropna()
         best = str(row.idxmax()) if len(row) else None
-    st.session_state[F2] = best if best in partners else partners[0]
+    return best if best in partners else partners[0]
+
+
+strongest = str(table.feature.iloc[0]) if len(table) and str(table.feature.iloc[0]) in cols else cols[0]
+picked1 = state.value(F1, strongest) if state.value(F1, strongest) in cols else strongest
+picked2 = state.value(F2) if state.value(F2) in cols and state.value(F2) != picked1 else best_partner(picked1)
 
 
 def _on_click(features=tuple(feats)):
@@ -106,7 +103,8 @@ def _on_click(features=tuple(feats)):
         points = event.get("selection", {}).get("points")
     pair = ifig.pair_from_selection(points, list(features))
     if pair is not None:
-        st.session_state[F1], st.session_state[F2] = pair
+        state.set_value(F1, pair[0])
+        state.set_value(F2, pair[1])
 
 
 def _rows(n: int) -> str:
@@ -117,7 +115,7 @@ def _rows(n: int) -> str:
 # -------------------------------------------------------- heatmap and table
 left, right = st.columns([3, 2])
 heat = ifig.interaction_heatmap_figure(shown, features=feats, class_index=sci if shown is shap_res else None,
-                                       highlight=(st.session_state[F1], st.session_state[F2]))
+                                       highlight=(picked1, picked2))
 left.plotly_chart(heat, key="interactions_heatmap", on_select=_on_click, selection_mode="points")
 scale = (ifig.noise_scale(shap_res, sci) if shown is shap_res else 1.0)
 strength_shown = ifig.interaction_strength(shown, class_index=sci if shown is shap_res else None).loc[feats, feats]
@@ -158,9 +156,9 @@ st.caption(". ".join(parts) + f". {len(feats)} of {len(cols)} features shown: th
 st.divider()
 st.subheader("One pair")
 p1, p2 = st.columns(2)
-f1 = p1.selectbox("Feature", cols, key=F1)
-f2 = p2.selectbox("Interacting with", [c for c in cols if c != f1], key=F2)
-state.share_in_url(f1=f1, f2=f2)
+f1 = p1.selectbox("Feature", cols, **state.bind(F1, strongest, options=cols))
+others = [c for c in cols if c != f1]
+f2 = p2.selectbox("Interacting with", others, **state.bind(F2, best_partner(f1), options=others))
 st.caption("Click a cell of the heatmap, or pick the two features here.")
 
 d1, d2, d3 = st.columns(3)
@@ -178,7 +176,7 @@ with d2:
         pdp_fig.update_layout(title_text="2D partial dependence")  # the axes name the pair: a title that fits a third
         st.plotly_chart(pdp_fig, key="interactions_pdp")
     except Exception as exc:
-        state.show_error(exc)
+        widgets.show_error(exc)
 numeric = all(ctx.X[c].dtype.kind in "biuf" for c in (f1, f2))
 with d3:
     if numeric:
@@ -187,7 +185,7 @@ with d3:
             ale_fig.update_layout(title_text="Second-order ALE (the interaction alone)")
             st.plotly_chart(ale_fig, key="interactions_ale")
         except Exception as exc:
-            state.show_error(exc)
+            widgets.show_error(exc)
     else:
         st.info("The second-order ALE needs two numeric features; pick numeric features to see it.",
                 icon=":material/info:")

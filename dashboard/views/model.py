@@ -3,7 +3,7 @@ import streamlit as st
 
 from dashboard import messages, state
 from dashboard.safe_text import code, md
-from dashboard.state import session
+from dashboard.state import uploads
 
 ctx = state.current()
 st.title(md(ctx.title), anchor=False)
@@ -41,9 +41,10 @@ left, right = st.columns(2)
 with left:
     st.markdown("**A demo model**")
     names = list(state.demo_cards())
-    st.selectbox("Demo model", names, index=names.index(ctx.name) if ctx.name in names else 0,
-                 format_func=lambda n: state.demo_cards()[n]["title"], key=state.DEMO_PICK,
-                 on_change=state.on_pick_demo)
+    # shows the demo the pages show, and nothing while an upload or a served model is shown
+    st.session_state[state.DEMO_PICK] = ctx.name if ctx.name in names else None
+    st.selectbox("Demo model", names, format_func=lambda n: state.demo_cards()[n]["title"], key=state.DEMO_PICK,
+                 on_change=state.on_pick_demo, placeholder="Pick a demo model…")
 with right:
     st.markdown("**Your own model**")
     # pickles are accepted by the uploader so that refusing one can say why and what to do
@@ -56,21 +57,21 @@ with right:
                           "files run code when loaded, so they are accepted only when the operator allows them.")
     st.file_uploader("Data (.csv or .parquet)", type=["csv", "parquet"], key=state.DATA_FILE)
     # files chosen before the user went to another page: Streamlit emptied the uploaders, we kept them
-    kept = {slot: f for slot, f in session.chosen_files().items()
+    kept = {slot: f for slot, f in uploads.chosen_files().items()
             if f is not None and st.session_state.get(state.MODEL_FILE if slot == "model" else state.DATA_FILE) is None}
     if kept:
         st.caption("Chosen before you left this page: " + ", ".join(f"**{md(f.name)}**" for f in kept.values())
                    + ". **Load model and data** loads them; a file chosen above takes its place.")
     try:
-        columns = session.chosen_columns()
+        columns = uploads.chosen_columns()
     except Exception as exc:
         columns = []
         st.error(md(messages.for_page(exc, "model")), icon=":material/error:")
-    if state.TARGET_COL not in st.session_state and session.chosen_target() in columns:
-        st.session_state[state.TARGET_COL] = session.chosen_target()  # the pick made with the kept file
+    if state.TARGET_COL not in st.session_state and uploads.chosen_target() in columns:
+        st.session_state[state.TARGET_COL] = uploads.chosen_target()  # the pick made with the kept file
     st.selectbox("Target column", [state.NO_TARGET] + columns, key=state.TARGET_COL,
                  help="Split off the true values, for scores and importance.")
-    st.button("Load model and data", type="primary", on_click=session.on_load_chosen)
+    st.button("Load model and data", type="primary", on_click=uploads.on_load_chosen)
     if st.session_state.get(state.LAST_ERROR):
         st.error(md(messages.for_page(st.session_state[state.LAST_ERROR], "model")), icon=":material/error:")
         st.caption(f"Still showing: {md(ctx.title)}")

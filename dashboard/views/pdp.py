@@ -1,10 +1,11 @@
 """PDP / ICE / ALE page: how the prediction moves with one or two features."""
 import streamlit as st
 
-from dashboard import figures, state
+from dashboard import figures, state, widgets
 from dashboard.figures.pdp import pdp_segment_figure
 from dashboard.safe_text import file_name, md
-from dashboard.state.compute import compared_segment, pdp_by_segment
+from dashboard.state.effects import pdp_by_segment
+from dashboard.widgets import compared_segment
 
 ctx = state.current()
 st.title("How does the prediction move with a feature?")
@@ -17,20 +18,22 @@ if n_rows < 2:
     st.stop()
 
 c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 2, 1])
-state.valid_choice("pdp_f1", cols)
-f1 = c1.selectbox("Feature", cols, key="pdp_f1")
-state.valid_choice("pdp_f2", ["(none)"] + [c for c in cols if c != f1])
-f2 = c2.selectbox("Second feature (2D)", ["(none)"] + [c for c in cols if c != f1], key="pdp_f2")
-state.share_in_url(feature=f1, feature2=None if f2 == "(none)" else f2)
+f1 = c1.selectbox("Feature", cols, **state.bind("pdp_f1", cols[0], options=cols))
+seconds = ["(none)"] + [c for c in cols if c != f1]
+f2 = c2.selectbox("Second feature (2D)", seconds, **state.bind("pdp_f2", "(none)", options=seconds))
 two_d = f2 != "(none)"
-grid = c3.number_input("Grid points", 2, 200, 20 if two_d else 40, key="pdp_grid2" if two_d else "pdp_grid")
-lo, hi = c4.slider("Percentile range", 0, 100, (5, 95), key="pdp_pct")
+grid = c3.number_input("Grid points", 2, 200, **state.bind("pdp_grid2" if two_d else "pdp_grid", 20 if two_d else 40,
+                                                            valid=lambda v: 2 <= v <= 200))
+lo, hi = c4.slider("Percentile range", 0, 100,
+                   **state.bind("pdp_pct", (5, 95), valid=lambda v: 0 <= v[0] <= v[1] <= 100))
 # bounds from the data: a small file has fewer rows than the usual least sample (50)
 rows_hi = min(n_rows, 100_000)
-max_rows = int(c5.number_input("Rows", min(50, rows_hi), rows_hi, min(n_rows, state.PDP_MAX_ROWS),
-                               step=100 if rows_hi >= 1_000 else 10 if rows_hi >= 100 else 1,
-                               key="pdp_rows", help=f"A seeded sample of this many rows (of {n_rows:,}) lies "
-                               "behind the curves; fewer rows, a faster first view."))
+rows_lo = min(50, rows_hi)
+max_rows = int(c5.number_input("Rows", rows_lo, rows_hi, step=100 if rows_hi >= 1_000 else 10 if rows_hi >= 100 else 1,
+                               help=f"A seeded sample of this many rows (of {n_rows:,}) lies behind the curves; "
+                               "fewer rows, a faster first view.",
+                               **state.bind("pdp_rows", min(n_rows, state.PDP_MAX_ROWS),
+                                            valid=lambda v: rows_lo <= v <= rows_hi)))
 features = (f1, f2) if two_d else (f1,)
 ci = state.pdp_class(ctx)
 seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
@@ -39,7 +42,7 @@ try:
     with st.spinner("Computing partial dependence…"):
         res = state.pdp(ctx, features, int(grid), (lo / 100, hi / 100), max_rows)
 except Exception as exc:
-    state.show_error(exc)
+    widgets.show_error(exc)
     st.stop()
 
 if seg is not None and two_d:
@@ -54,15 +57,17 @@ elif seg is not None:
         st.caption(f"Segment {md(seg.name)}: {len(seg_res.row_indices):,} rows behind each point; the rest: "
                    f"{len(rest_res.row_indices):,}; on the grid of every row. Below, every row.")
     except Exception as exc:
-        state.show_error(exc)
+        widgets.show_error(exc)
 
 if two_d:
     o1, o2, o3 = st.columns(3)
-    style = o1.radio("Style", ["heatmap", "contour"], horizontal=True, key="pdp_style")
-    empty = o2.radio("Cells with no data", ["shade", "hide", "show"], horizontal=True, key="pdp_empty",
+    styles, empties = ["heatmap", "contour"], ["shade", "hide", "show"]
+    style = o1.radio("Style", styles, horizontal=True, **state.bind("pdp_style", styles[0], options=styles))
+    empty = o2.radio("Cells with no data", empties, horizontal=True,
                      help="The PDP averages over every row at every cell, including cells where no "
-                          "real row lies: with correlated features those values are extrapolation.")
-    points = o3.toggle("Overlay the data", value=False, key="pdp_points")
+                          "real row lies: with correlated features those values are extrapolation.",
+                     **state.bind("pdp_empty", empties[0], options=empties))
+    points = o3.toggle("Overlay the data", **state.bind("pdp_points", False, options=(True, False)))
     fig = figures.pdp2d_figure(res, style=style, empty_cells=empty, class_index=ci,
                                points=state.sample_rows(ctx, 1_000)[list(features)] if points else None)
     if f1 in numeric and f2 in numeric:
@@ -73,7 +78,7 @@ if two_d:
                                                     shade_empty=empty != "show"), key="pdp_ale2d")
         except Exception as exc:
             with right:
-                state.show_error(exc)
+                widgets.show_error(exc)
         st.caption("The second-order ALE (right) shows the two features' interaction alone, from "
                    "changes within the data's own cells: each feature's own effect is removed, and "
                    "no row is moved to a corner where no data lies.")
@@ -82,11 +87,11 @@ if two_d:
     st.caption(f"{int((res.counts == 0).sum())} of {res.counts.size} cells have no data rows behind them.")
 else:
     o1, o2, o3, o4 = st.columns(4)
-    show_ice = o1.toggle("ICE curves", value=True, key="pdp_ice")
-    centered = o2.toggle("Centered ICE", value=False, key="pdp_centered")
-    n_ice = o3.number_input("ICE lines", 1, 1_000, 100, key="pdp_nice")
-    state.valid_choice("pdp_colour", ["(none)"] + [c for c in cols if c != f1])
-    colour = o4.selectbox("Colour ICE by", ["(none)"] + [c for c in cols if c != f1], key="pdp_colour")
+    show_ice = o1.toggle("ICE curves", **state.bind("pdp_ice", True, options=(True, False)))
+    centered = o2.toggle("Centered ICE", **state.bind("pdp_centered", False, options=(True, False)))
+    n_ice = o3.number_input("ICE lines", 1, 1_000, **state.bind("pdp_nice", 100, valid=lambda v: 1 <= v <= 1_000))
+    colours = ["(none)"] + [c for c in cols if c != f1]
+    colour = o4.selectbox("Colour ICE by", colours, **state.bind("pdp_colour", "(none)", options=colours))
     color_by = None if colour == "(none)" else (ctx.X[colour].to_numpy()[res.row_indices], colour)
     fig = figures.pdp_figure(res, centered=centered, show_ice=show_ice, max_ice_lines=int(n_ice),
                              color_by=color_by, class_index=ci)
@@ -97,7 +102,7 @@ else:
             right.plotly_chart(figures.ale_figure(state.ale(ctx, f1, 20), class_index=ci), key="pdp_ale")
         except Exception as exc:
             with right:
-                state.show_error(exc)
+                widgets.show_error(exc)
         st.caption("ALE (right) accumulates local changes within the data's own bins, so unlike the "
                    "PDP it never evaluates the model on rows that cannot occur when features are correlated.")
     else:

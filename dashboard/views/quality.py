@@ -1,12 +1,12 @@
 """Quality page: how good the model is on its data, and which rows it gets wrong."""
 import streamlit as st
 
-from dashboard import state
+from dashboard import state, widgets
 from dashboard.figures import quality as qfig
 from dashboard.figures.style import fmt_number
 from dashboard.safe_text import md
 from dashboard.state import quality as qs
-from dashboard.state.compute import compared_segment
+from dashboard.widgets import compared_segment, threshold_slider
 
 qs.go_to_shap()  # the button below was pressed: its row on the SHAP page
 ctx = state.current()
@@ -20,14 +20,14 @@ if ctx.task == "binary":
     pos = state.class_index(ctx)
     st.caption(f"A row is predicted **{md(ctx.classes[pos])}** when its probability of that class is at least "
                "the threshold (the class is the one picked in the sidebar).")
-    t = qs.threshold_slider()
+    t = threshold_slider()
 else:
     t = None
 seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
 try:
     q = qs.model_quality(ctx, t)
 except Exception as exc:
-    state.show_error(exc)
+    widgets.show_error(exc)
     st.stop()
 left_out = [f"{q.n_left_out:,} row(s) without a target" if q.n_left_out else "",
             f"{q.n_unknown:,} row(s) whose target is not a class of the model" if getattr(q, "n_unknown", 0) else ""]
@@ -56,7 +56,7 @@ if seg is not None:
     try:
         q_seg, q_rest = qs.segment_quality(ctx, seg, t)
     except Exception as exc:
-        state.show_error(exc)
+        widgets.show_error(exc)
     else:
         table = qs.segment_metrics_frame(q_seg, q_rest, shown, seg.name)
         st.dataframe(table, key="quality_segment_metrics",
@@ -77,23 +77,22 @@ if classifier:
         if points is None and isinstance(event, dict):
             points = event.get("selection", {}).get("points")
         if (cell := qfig.cell_from_selection(points, k)) is not None:
-            st.session_state["quality_cell"] = cell
+            state.set_value("quality_cell", cell)
 
-    state.valid_choice("quality_cell", cells)
     left, right = st.columns([2, 3])
-    picked = st.session_state.get("quality_cell", cells[0])
+    picked = state.value("quality_cell") if state.value("quality_cell") in cells else cells[0]
     left.plotly_chart(qfig.confusion_figure(q, highlight=picked), key="quality_confusion", on_select=_on_click,
                       selection_mode="points")
-    cell = right.selectbox("Cell of the confusion matrix (or click one)", cells, key="quality_cell",
-                           format_func=lambda c: qs.cell_label(q, c))
+    # the labels carry each cell's count at this threshold: the box is drawn again with them on every run
+    cell = right.selectbox("Cell of the confusion matrix (or click one)", cells, format_func=lambda c: qs.cell_label(q, c),
+                           **state.bind("quality_cell", cells[0], options=cells))
     rows = qs.cell_rows(q, cell)
 else:
     bands = qs.residual_bands(q)
     options = list(range(len(bands)))
-    state.valid_choice("quality_band", options)
     right = st
-    band = st.selectbox("Residual band", options, index=len(options) - 1, key="quality_band",
-                        format_func=lambda i: qs.band_label(bands.iloc[i]))
+    band = st.selectbox("Residual band", options, format_func=lambda i: qs.band_label(bands.iloc[i]),
+                        **state.bind("quality_band", options[-1], options=options))
     lo, hi = bands.low[band], bands.high[band]
     rows = qs.band_rows(q, lo, hi)
 shown_rows = rows.head(qs.MAX_LISTED)
@@ -102,7 +101,8 @@ right.caption(qs.rows_count(len(rows)) + (f", the {qs.MAX_LISTED} largest errors
 right.dataframe(shown_rows, hide_index=True, key="quality_rows_table")
 if len(rows):
     o1, o2 = right.columns([1, 1])
-    row = o1.selectbox("Row", shown_rows.row.tolist(), key="quality_open_row")
+    listed = shown_rows.row.tolist()
+    row = o1.selectbox("Row", listed, **state.bind("quality_open_row", listed[0], options=listed))
     o2.button("Open this row on the SHAP page", key="quality_open", icon=":material/waterfall_chart:",
               on_click=qs.prepare_shap, args=(row,))
 
@@ -121,8 +121,8 @@ else:
     c1.plotly_chart(qfig.predicted_actual_figure(q, target=target), key="quality_pred_actual")
     c2.plotly_chart(qfig.residuals_figure(q, band=(lo, hi)), key="quality_resid_pred")
     c3, c4 = st.columns(2)
-    state.valid_choice("quality_feature", list(ctx.X.columns))
-    feature = c3.selectbox("Residuals against", list(ctx.X.columns), key="quality_feature")
+    names = list(ctx.X.columns)
+    feature = c3.selectbox("Residuals against", names, **state.bind("quality_feature", names[0], options=names))
     c3.plotly_chart(qfig.residuals_figure(q, qs.residual_feature(ctx, q, feature), x_name=feature, band=(lo, hi)),
                     key="quality_resid_feature")
     c4.plotly_chart(qfig.residual_histogram_figure(q), key="quality_resid_hist")

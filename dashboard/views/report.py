@@ -6,7 +6,7 @@ what it shows) and, for every ticked part left out, why.
 import streamlit as st
 import streamlit.components.v1 as components
 
-from dashboard import state
+from dashboard import state, widgets
 from dashboard.safe_text import file_name, md
 
 ctx = state.current()
@@ -21,14 +21,14 @@ _SORTED_PICKS = {"highest prediction": ("prediction", False), "lowest prediction
 
 def shap_page_row() -> int:
     """The row the SHAP page shows: picked by index, or from its sorted list (the same rules as that page)."""
-    spec = _SORTED_PICKS.get(st.session_state.get("shap_pick", "index"))
+    spec = _SORTED_PICKS.get(state.value("shap_pick", "index"))
     if spec is not None:
         table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx)
         if spec[0] in table:
             top = table.sort_values(spec[0], ascending=spec[1], kind="stable").head(50).row.tolist()
-            picked = st.session_state.get("shap_row_sorted")
+            picked = state.value("shap_row_sorted")
             return int(picked) if picked in top else int(top[0])
-    picked = st.session_state.get("shap_row", 0)
+    picked = state.value("shap_row", 0)
     try:
         picked = int(picked)
     except (TypeError, ValueError):
@@ -36,25 +36,27 @@ def shap_page_row() -> int:
     return picked if 0 <= picked < len(ctx.X) else 0
 
 
-feature = st.session_state.get("pdp_f1", ctx.X.columns[0])
+feature = state.value("pdp_f1", ctx.X.columns[0])
 feature = feature if feature in ctx.X.columns else ctx.X.columns[0]
 row = shap_page_row()
 c1, c2, c3, c4, c5 = st.columns(5)
-want_summary = c1.checkbox("Model summary", True, key="rep_summary")
-want_pdp = c2.checkbox(f"PDP / ICE of {md(feature)}", True, key="rep_pdp",
-                       help="The feature picked on the PDP / ICE / ALE page.")
-want_shap = c3.checkbox(f"SHAP waterfall of row {row}", True, key="rep_shap",
-                        help="The row shown on the SHAP page (its position in the data, 0 is the first row).")
-want_imp = c4.checkbox("Importance comparison", True, key="rep_imp")
-want_inter = c5.checkbox("Feature interactions", False, key="rep_inter",
-                         help="The heatmap and the strongest pairs of the Interactions page (slower).")
+TICKS = (True, False)
+want_summary = c1.checkbox("Model summary", **state.bind("rep_summary", True, options=TICKS))
+want_pdp = c2.checkbox(f"PDP / ICE of {md(feature)}", help="The feature picked on the PDP / ICE / ALE page.",
+                       **state.bind("rep_pdp", True, options=TICKS))
+want_shap = c3.checkbox(f"SHAP waterfall of row {row}",
+                        help="The row shown on the SHAP page (its position in the data, 0 is the first row).",
+                        **state.bind("rep_shap", True, options=TICKS))
+want_imp = c4.checkbox("Importance comparison", **state.bind("rep_imp", True, options=TICKS))
+want_inter = c5.checkbox("Feature interactions", help="The heatmap and the strongest pairs of the Interactions page "
+                         "(slower).", **state.bind("rep_inter", False, options=TICKS))
 
 bar = st.progress(0.0, text="Preparing the report…")
 try:
     built = state.report_html(ctx, feature, row, (want_summary, want_pdp, want_shap, want_imp, want_inter), bar)
 except Exception as exc:
     bar.empty()
-    state.show_error(exc)
+    widgets.show_error(exc)
     st.stop()
 bar.empty()
 
@@ -68,6 +70,6 @@ st.download_button("Download the report (HTML)", built.html.encode("utf-8"), typ
                    file_name=file_name(f"glassbox_report_{ctx.name}.html"), mime="text/html",
                    key="rep_download")
 st.caption(f"{built.n_sections} section(s), {len(built.html) / 1e6:.1f} MB (plotly.js is included once).")
-if st.toggle("Show the report itself here", value=False, key="rep_show",
-             help="The file as it will open in a browser (a few MB: off by default)."):
+if st.toggle("Show the report itself here", help="The file as it will open in a browser (a few MB: off by default).",
+             **state.bind("rep_show", False, options=TICKS)):
     components.html(built.html, height=900, scrolling=True)

@@ -2,7 +2,7 @@
 and pick the one every page compares with the rest (the sidebar's picker)."""
 import streamlit as st
 
-from dashboard import state
+from dashboard import state, widgets
 from dashboard.figures.style import fmt_number
 from dashboard.safe_text import md
 from dashboard.state import segment_views as sv
@@ -15,37 +15,40 @@ if said := sv.take_message():
     (st.success if said[0] == "success" else st.error)(md(said[1]))
 
 st.subheader("Define a segment")
-st.session_state.setdefault(sv.NAME, sv.next_name())
-st.text_input("Name", key=sv.NAME, max_chars=200)
+st.text_input("Name", max_chars=200, **state.bind(sv.NAME, sv.next_name()))
 targets = sv.condition_targets(ctx)
-state.valid_choice(sv.ON, targets)
-target = st.selectbox("Condition on", targets, key=sv.ON, format_func=sv.target_label)
+target = st.selectbox("Condition on", targets, format_func=sv.target_label,
+                      **state.bind(sv.ON, targets[0], options=targets))
 if target == sv.ON_PRED:
-    st.multiselect("Predicted class is one of", ctx.adapter.classes.tolist(), key=sv.CLASSES, format_func=str)
+    st.multiselect("Predicted class is one of", ctx.adapter.classes.tolist(), format_func=str,
+                   **state.bind(sv.CLASSES, [], options=ctx.adapter.classes.tolist()))
 elif target == sv.ON_ERROR:
     st.caption(f"The error of a row is the {md(sv.error_words(ctx))}. Rows kept: lower end ≤ error < upper end; "
                "leave an end empty to keep it open.")
     c1, c2 = st.columns(2)
-    c1.number_input("Error from (included)", value=None, min_value=0.0, format="%g", key=sv.ERR_LO)
-    c2.number_input("Error below (excluded)", value=None, min_value=0.0, format="%g", key=sv.ERR_HI)
+    c1.number_input("Error from (included)", min_value=0.0, format="%g", **state.bind(sv.ERR_LO, None))
+    c2.number_input("Error below (excluded)", min_value=0.0, format="%g", **state.bind(sv.ERR_HI, None))
 else:
     feature = target[1]
-    state.valid_choice(sv.HOW, sv.ways(ctx, feature))
-    how = st.radio("Rows whose value is", sv.ways(ctx, feature), key=sv.HOW, horizontal=True)
+    hows = sv.ways(ctx, feature)
+    how = st.radio("Rows whose value is", hows, horizontal=True, **state.bind(sv.HOW, hows[0], options=hows))
     if how == sv.RANGE:
         lo_key, hi_key = sv.range_keys(feature)
         col = ctx.X[feature]
         st.caption(f"{md(feature)} runs from {fmt_number(col.min())} to {fmt_number(col.max())} in the data. "
                    "Rows kept: lower end ≤ value < upper end; leave an end empty to keep it open.")
         c1, c2 = st.columns(2)
-        c1.number_input("From (included)", value=None, format="%g", key=lo_key)
-        c2.number_input("Below (excluded)", value=None, format="%g", key=hi_key)
+        c1.number_input("From (included)", format="%g", **state.bind(lo_key, None))
+        c2.number_input("Below (excluded)", format="%g", **state.bind(hi_key, None))
     elif how == sv.VALUES:
-        st.multiselect(f"{md(feature)} is one of", state.category_options(ctx, feature), key=sv.values_key(feature))
+        values = state.category_options(ctx, feature)
+        st.multiselect(f"{md(feature)} is one of", values, **state.bind(sv.values_key(feature), [], options=values))
     else:
-        st.radio("The cell", ["is empty", "is not empty"], key=sv.IS_EMPTY, horizontal=True)
+        cells = ["is empty", "is not empty"]
+        st.radio("The cell", cells, horizontal=True, **state.bind(sv.IS_EMPTY, cells[0], options=cells))
     if how != sv.EMPTY:
-        st.checkbox("Include empty cells", key=sv.WITH_EMPTY, help="Rows whose cell is empty match too.")
+        st.checkbox("Include empty cells", help="Rows whose cell is empty match too.",
+                    **state.bind(sv.WITH_EMPTY, False, options=(True, False)))
 
 conditions = sv.draft()
 try:
@@ -85,14 +88,17 @@ else:
     st.caption(f"A shallow decision tree fitted to each row's error ({md(sv.error_words(ctx))}); its leaves "
                "with the highest mean error, as rules on your columns.")
     c1, c2 = st.columns(2)
-    depth = c1.select_slider("Conditions per rule (at most)", [1, 2, 3, 4], value=3, key="seg_prop_depth")
-    min_rows = c2.number_input("Fewest rows in a segment", 5, max(5, len(ctx.X) // 2), min(30, max(5, len(ctx.X) // 4)),
-                               key="seg_prop_min")
+    depth = c1.select_slider("Conditions per rule (at most)", [1, 2, 3, 4],
+                             **state.bind("seg_prop_depth", 3, options=[1, 2, 3, 4]))
+    most = max(5, len(ctx.X) // 2)
+    min_rows = c2.number_input("Fewest rows in a segment", 5, most,
+                               **state.bind("seg_prop_min", min(30, max(5, len(ctx.X) // 4)),
+                                            valid=lambda v: 5 <= v <= most))
     try:
         with st.spinner("Fitting a tree to the errors…"):
             props = sv.proposals(ctx, depth, min_rows)
     except Exception as exc:
-        state.show_error(exc)
+        widgets.show_error(exc)
         props = None
     if props == []:
         st.info("No part of the data stands out: the model's errors are spread evenly.", icon=":material/info:")

@@ -1,11 +1,12 @@
 """SHAP page: why one row gets its prediction, and which features drive many rows."""
 import streamlit as st
 
-from dashboard import figures, messages, state
+from dashboard import figures, messages, state, widgets
 from dashboard.figures.style import fmt_number
 from dashboard.safe_text import code, csv_text, file_name, md
 from dashboard.figures.shap import mean_abs_segment_figure
-from dashboard.state.compute import Working, attributions_frame, compared_segment, shap_sample_by_segment
+from dashboard.state.attribution import attributions_frame, shap_sample_by_segment
+from dashboard.widgets import Working, compared_segment
 
 
 def show_error(exc: BaseException) -> None:
@@ -19,28 +20,26 @@ st.title("Why this prediction?")
 table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx,
                         notice=Working("Predicting every row…"))
 c1, c2, c3 = st.columns([2, 2, 1])
-pick_by = c1.radio("Pick a row by", ["index", "highest prediction", "lowest prediction"]
-                   + (["largest error"] if "error" in table else []), horizontal=True, key="shap_pick")
+picks = ["index", "highest prediction", "lowest prediction"] + (["largest error"] if "error" in table else [])
+pick_by = c1.radio("Pick a row by", picks, horizontal=True, **state.bind("shap_pick", "index", options=picks))
+last = len(ctx.X) - 1
 if pick_by == "index":
-    # no valid_choice here: a row out of range for another model is reset by the widget itself,
-    # which also tells the browser (a value dropped from session state would stay in the box)
-    row = int(c2.number_input(f"Row (0 – {len(ctx.X) - 1})", 0, len(ctx.X) - 1, 0, key="shap_row"))
+    row = int(c2.number_input(f"Row (0 – {last})", 0, last, **state.bind("shap_row", 0, valid=lambda v: 0 <= v <= last)))
 else:
     col, asc = {"highest prediction": ("prediction", False), "lowest prediction": ("prediction", True),
                 "largest error": ("error", False)}[pick_by]
-    top = table.sort_values(col, ascending=asc, kind="stable").head(50)
-    state.valid_choice("shap_row_sorted", top.row.tolist())
-    row = int(c2.selectbox("Row", top.row.tolist(), key="shap_row_sorted",
-                           format_func=lambda r: f"row {r}: prediction {fmt_number(table.prediction[r])}"
-                           + (f", error {fmt_number(table.error[r])}" if "error" in table else "")))
-method = c3.selectbox("Method", state.SHAP_METHODS, key="shap_method")
-state.share_in_url(row=row)
-state.valid_choices("shap_mask", list(ctx.X.columns))
-masked = st.multiselect("Treat as missing", list(ctx.X.columns), key="shap_mask",
+    top = table.sort_values(col, ascending=asc, kind="stable").head(50).row.tolist()
+    row = int(c2.selectbox("Row", top, format_func=lambda r: f"row {r}: prediction {fmt_number(table.prediction[r])}"
+                           + (f", error {fmt_number(table.error[r])}" if "error" in table else ""),
+                           **state.bind("shap_row_sorted", top[0], options=top)))
+method = c3.selectbox("Method", state.SHAP_METHODS, **state.bind("shap_method", "auto", options=state.SHAP_METHODS))
+masked = st.multiselect("Treat as missing", list(ctx.X.columns),
                         help="A missing feature leaves the game: it gets exactly 0 and the prediction "
-                             "is averaged over the background for it.")
-empty_missing = state.empty_cells_toggle(ctx, "shap_empty_missing")
-view = st.radio("View", ["waterfall", "force"], horizontal=True, key="shap_view")
+                             "is averaged over the background for it.",
+                        **state.bind("shap_mask", [], options=list(ctx.X.columns)))
+empty_missing = widgets.empty_cells_toggle(ctx, "shap_empty_missing")
+views = ["waterfall", "force"]
+view = st.radio("View", views, horizontal=True, **state.bind("shap_view", views[0], options=views))
 
 try:
     # a worker thread computes; the page shows that it runs (and Stop works) meanwhile
@@ -56,7 +55,7 @@ ci = state.shap_class(res, ctx)
 draw = figures.waterfall_figure if view == "waterfall" else figures.force_figure
 st.plotly_chart(draw(res, 0, class_index=ci, max_display=12, row_label=row), key="shap_local")
 st.markdown(f"**{state.additivity_line(res, 0, ci)}**")
-state.empty_cells_caption(ctx, res, row, empty_missing)
+widgets.empty_cells_caption(ctx, res, row, empty_missing)
 if masked:
     pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
     scale = max(abs(pick(full.predictions)), abs(pick(res.predictions)))
@@ -72,8 +71,9 @@ st.divider()
 st.subheader("Across many rows")
 roots = state.batch_roots()  # the operator's folders for batch runs; none: the option is off
 if roots:
-    source = st.radio("Attributions from", ["a sample of the data", "a precomputed batch run"], horizontal=True,
-                      key="shap_source", help="A batch run (`python -m explainers batch --out FOLDER`) covers "
+    sources = ["a sample of the data", "a precomputed batch run"]
+    source = st.radio("Attributions from", sources, horizontal=True,
+                      **state.bind("shap_source", sources[0], options=sources), help="A batch run (`python -m explainers batch --out FOLDER`) covers "
                       "every row of a large file; the page shows a seeded sample of it.")
 else:
     source = "a sample of the data"
@@ -81,8 +81,9 @@ else:
                f"on by naming the folders they may be read from, with `-- {state.BATCH_ROOT_FLAG} FOLDER` "
                f"at start (repeatable) or `{state.BATCH_ROOTS_ENV}`.")
 g1, g2 = st.columns(2)
-n_rows = int(g1.number_input("Rows in the sample", 10, 20_000, 1_000 if state.shap_is_fast(ctx) else 30,
-                             step=10, key="shap_n"))
+n_rows = int(g1.number_input("Rows in the sample", 10, 20_000, step=10,
+                             **state.bind("shap_n", 1_000 if state.shap_is_fast(ctx) else 30,
+                                          valid=lambda v: 10 <= v <= 20_000)))
 if source == "a sample of the data":
     with st.spinner("Measuring how long a row takes…"):
         try:
@@ -93,14 +94,14 @@ if source == "a sample of the data":
         st.warning(f"Explaining {min(n_rows, len(ctx.X)):,} rows with this method takes about **{state.fmt_seconds(cost)}** "
                    f"(measured on a few rows). About {fits:,} rows take {state.fmt_seconds(state.SLOW_VIEW_S)}; "
                    "rows already explained are kept when you change the number.", icon=":material/timer:")
-        st.button(f"Use {fits:,} rows", key="shap_fewer", on_click=st.session_state.__setitem__, args=("shap_n", fits))
+        st.button(f"Use {fits:,} rows", key="shap_fewer", on_click=state.set_value, args=("shap_n", fits))
     elif cost > 0:
         st.caption(f"About {state.fmt_seconds(cost)} for the rows not explained yet.")
-    show = g2.toggle("Show the global view", value=False, key="shap_global",
+    show = g2.toggle("Show the global view", **state.bind("shap_global", False, options=(True, False)),
                      help="Beeswarm, mean |SHAP| and dependence over the sample: about 0.1 s for "
                           "tree and linear models, longer for exact and kernel SHAP (the estimate is shown).")
 else:
-    folder = g2.text_input("Batch output folder on this server", key="shap_batch_dir",
+    folder = g2.text_input("Batch output folder on this server", **state.bind("shap_batch_dir", ""),
                            placeholder=f"e.g. {roots[0]}/shap_out",
                            help="The --out folder of a finished batch run, inside "
                                 + " or ".join(code(r) for r in roots) + ".")
@@ -139,12 +140,11 @@ if show:
             st.caption(f"Of the {len(glob.values):,} rows in the sample, {parts.n_segment:,} are in the segment "
                        f"{md(seg.name)} and {parts.n_rest:,} in the rest.")
     d1, d2 = st.columns(2)
-    state.valid_choice("shap_dep", list(glob.feature_names))
     strongest = "(strongest interaction)"
-    colour_options = ["(none)", strongest] + list(glob.feature_names)
-    state.valid_choice("shap_dep_col", colour_options)
-    feat = d1.selectbox("Dependence of", list(glob.feature_names), key="shap_dep")
-    colour = d2.selectbox("Coloured by", colour_options, key="shap_dep_col",
+    names = list(glob.feature_names)
+    colour_options = ["(none)", strongest] + names
+    feat = d1.selectbox("Dependence of", names, **state.bind("shap_dep", names[0], options=names))
+    colour = d2.selectbox("Coloured by", colour_options, **state.bind("shap_dep_col", "(none)", options=colour_options),
                           help="(strongest interaction): the feature whose interaction with this one is largest.")
     if colour == strongest:
         try:

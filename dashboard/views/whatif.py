@@ -4,7 +4,7 @@ The editors belong to one row of one model: their widget keys carry a token of
 (model, row). Streamlit's browser keeps a keyed widget's value by its key alone,
 so an editor reused for another row would show the previous row's value while
 the server starts from the new one; a new key per row gives fresh editors, and
-the old row's keys (and their kept copies, see ``state.keep_page_widgets``) are
+the old row's keys (and their stored values, see ``dashboard.state.session``) are
 dropped. A blank cell stays blank (an empty box) unless the user types a value.
 """
 import hashlib
@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import figures, state
+from dashboard import figures, state, widgets
 from dashboard.figures.style import fmt_number
 from dashboard.safe_text import md
 from dashboard.state import quality as quality_state
+from dashboard.state import whatif as whatif_state
 
 EDITOR = "whatif_ed_"  # editor keys: whatif_ed_<token>_<column position>
 
@@ -25,17 +26,17 @@ n_rows = len(ctx.X)
 st.title("What if?")
 st.caption("Take a row, change its values within the data's range, and compare it with the original.")
 
-# no valid_choice here: a row out of range for another model is reset by the widget itself,
-# which also tells the browser (a value dropped from session state would stay in the browser's box)
-row = int(st.number_input(f"Row (0 – {n_rows - 1})", 0, n_rows - 1, 0, key="whatif_row",
-                          help="The row's position in the data file as loaded (0 is the first row)."))
+row = int(st.number_input(f"Row (0 – {n_rows - 1})", 0, n_rows - 1,
+                          help="The row's position in the data file as loaded (0 is the first row).",
+                          **state.bind("whatif_row", 0, valid=lambda v: 0 <= v < n_rows)))
 original = ctx.X.iloc[row]
 token = hashlib.sha256(f"{ctx.key}|{row}".encode()).hexdigest()[:12]
 prefix = f"{EDITOR}{token}_"
 if st.session_state.get("whatif_for") != token:
-    # another row (or model): drop the editors of the row before, and their kept copies
-    for key in [k for k in st.session_state.keys() if isinstance(k, str) and EDITOR in k and prefix not in k]:
-        del st.session_state[key]
+    # another row (or model): drop the editors of the row before, and their stored values
+    for key in {k.split("::")[-1] for k in st.session_state.keys() if isinstance(k, str) and EDITOR in k
+                and prefix not in k}:
+        state.forget(key)
     st.session_state["whatif_for"] = token
 
 
@@ -71,22 +72,24 @@ with st.expander(f"Feature values of row {row}", expanded=True):
             lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (None, None)
             step = float(10 ** np.floor(np.log10((hi - lo) / 100))) if lo is not None and hi > lo else 1.0
             start = None if _missing(value) else min(max(float(value), lo), hi)
-            edited[col] = box.number_input(md(col), min_value=lo, max_value=hi, value=start, step=step,
-                                           key=f"{prefix}{i}", format="%g", placeholder="blank")
+            edited[col] = box.number_input(md(col), min_value=lo, max_value=hi, step=step, format="%g",
+                                           placeholder="blank",
+                                           **state.bind(f"{prefix}{i}", start, valid=lambda v, lo=lo, hi=hi: v is None
+                                                        or (lo is not None and lo <= v <= hi)))
         else:
             options = state.category_options(ctx, col)  # the model's order, whatever the file
-            edited[col] = box.selectbox(md(col), options, index=None if _missing(value) or value not in options
-                                        else options.index(value), key=f"{prefix}{i}", placeholder="blank")
-state.valid_choices("whatif_mask", list(ctx.X.columns))
-missing = st.multiselect("Treat as missing", list(ctx.X.columns), key="whatif_mask")
-empty_missing = state.empty_cells_toggle(ctx, "whatif_empty_missing")
+            start = None if _missing(value) or value not in options else value
+            edited[col] = box.selectbox(md(col), options, placeholder="blank",
+                                        **state.bind(f"{prefix}{i}", start, valid=lambda v, o=options: v is None or v in o))
+missing = st.multiselect("Treat as missing", list(ctx.X.columns), **state.bind("whatif_mask", [], options=list(ctx.X.columns)))
+empty_missing = widgets.empty_cells_toggle(ctx, "whatif_empty_missing")
 
 values = tuple(np.nan if _missing(edited[c]) else edited[c] for c in ctx.X.columns)
 try:
     before = state.explain_edited(ctx, tuple(original.tolist()), tuple(missing), empty_missing)
     after = state.explain_edited(ctx, values, tuple(missing), empty_missing)
 except Exception as exc:
-    state.show_error(exc)
+    widgets.show_error(exc)
     st.stop()
 ci = state.shap_class(after, ctx)
 pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
@@ -98,7 +101,7 @@ m1.metric(f"Original {md(label)}", fmt_number(p_before), help=f"Row {row} as in 
 m2.metric(f"Edited {md(label)}", fmt_number(p_after), delta=fmt_number(p_after - p_before, sign=True),
           help=f"Row {row} with your edits: the model's prediction.")
 m3.metric("Features changed", len(changed))
-if (verdict := quality_state.verdict(ctx, values, t := quality_state.threshold())) is not None:
+if (verdict := whatif_state.verdict(ctx, values, t := quality_state.threshold())) is not None:
     st.markdown(f"Verdict at threshold {t:.2f}: **{md(verdict[0])}** (P({md(ctx.classes[state.class_index(ctx)])}) = "
                 f"{fmt_number(verdict[1])}, edited row; the threshold is set on the Quality page)")
 if changed:

@@ -3,14 +3,14 @@ long, offers fewer rows, and runs only on request. The model's speed is measured
 probe; here the probe is replaced by a slow figure so that a fast demo model looks slow."""
 import pytest
 
-from dashboard.state import compute
+from dashboard.state import costs
 from tests.views._app import open_page
 
 
 @pytest.fixture
 def slow(monkeypatch):
-    monkeypatch.setattr(compute, "predict_seconds_per_row", lambda ctx: 0.001)  # 1,000 rows/s
-    monkeypatch.setattr(compute, "shap_seconds_per_row", lambda ctx, method: 0.01)
+    monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 0.001)  # 1,000 rows/s
+    monkeypatch.setattr(costs, "shap_seconds_per_row", lambda ctx, method: 0.01)
 
 
 def _warnings(at):
@@ -44,7 +44,7 @@ def test_shap_global_view_estimates_and_offers_fewer_rows(slow):
     at.selectbox(key="shap_method").set_value("kernel").run()
     at.number_input(key="shap_n").set_value(5000).run()  # more than the data has: all 442 rows
     assert not any("Explaining" in w for w in _warnings(at))  # 442 x 0.01 s: under 10 s
-    compute.shap_seconds_per_row = lambda ctx, method: 0.05  # (undone by the fixture's monkeypatch)
+    costs.shap_seconds_per_row = lambda ctx, method: 0.05  # (undone by the fixture's monkeypatch)
     at.run()
     assert any("Explaining 442 rows" in w and "**22 s**" in w for w in _warnings(at)), _warnings(at)
     fewer = [b for b in at.button if b.label.startswith("Use ")]
@@ -57,7 +57,7 @@ def test_interactions_page_waits_for_a_slow_model(monkeypatch):
     """Exact SHAP interactions of a 10-feature model: every coalition (1,024) of every row over
     30 background rows, 0.31 s a row at 10 µs a prediction (130 rows: the exact game's budget);
     and the brute-force H of its 45 pairs and 10 features: 55 x 200² predictions."""
-    monkeypatch.setattr(compute, "predict_seconds_per_row", lambda ctx: 1e-5)
+    monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 1e-5)
     at = open_page("views/interactions.py", demo="diabetes_linear")
     assert any("takes about **62 s**" in w for w in _warnings(at)), _warnings(at)  # 40 s + 22 s
     assert not at.get("plotly_chart")

@@ -145,21 +145,3 @@ def test_model_switch_with_choices_from_the_old_model():
         assert not at.error, (page, [e.value for e in at.error])
     at.switch_page("views/shap.py").run()
     assert at.multiselect(key="shap_mask").value == []  # 'bmi' is not a wine feature
-
-
-def test_restored_widget_values_do_not_flood_the_log():
-    import logging
-
-    from dashboard.state.session import _RestoredWidgetFilter
-
-    state.quiet_restored_widgets()
-    state.quiet_restored_widgets()  # once is enough: no second filter
-    log = logging.getLogger("streamlit.elements.lib.policies")
-    assert sum(isinstance(f, _RestoredWidgetFilter) for f in log.filters) == 1
-
-    def record(msg):
-        return logging.LogRecord(log.name, logging.WARNING, __file__, 1, msg, None, None)
-
-    assert not log.filter(record('The widget with key "pdp_grid" was created with a default value but '
-                                 "also had its value set via the Session State API."))
-    assert log.filter(record("Some other warning"))

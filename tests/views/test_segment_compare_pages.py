@@ -5,7 +5,7 @@ instead of drawing; with no segment the pages draw what they drew before."""
 import numpy as np
 import pytest
 
-from dashboard.state.compute import _nested_rows
+from dashboard.state.rows import _nested_rows
 from dashboard.state.segments import SEGMENT_ON, SEGMENTS
 from explainers.importance import permutation_importance
 from explainers.pdp import partial_dependence

@@ -1,0 +1,284 @@
+"""The SHAP page's cached computations: one row's SHAP values (with masks), a seeded
+sample's (explained block by block in a worker thread, kept row by row), the sample
+split by a segment, the per-row prediction table, and the lines that read a result
+(additivity, what the numbers are).
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from .cache import result_cache
+from .context import ModelContext
+from .costs import shap_is_fast
+from .rows import _nested_rows, _RowStore, background
+from .worker import _POLL_S, in_worker
+
+
+SHAP_METHODS = ("auto", "linear", "exact", "kernel", "tree")
+
+
+def _with_model_prediction(ctx: ModelContext, res, frame: pd.DataFrame):
+    """The result with the model's own prediction of ``frame`` in its params
+    (``model_prediction``, shape like ``res.predictions``), in the result's output
+    space: masks (or empty cells taken as missing) change what is explained, never
+    what the model predicts."""
+    out = {"margin": "raw", "raw": "raw", "proba": "proba", "log_odds": "log_odds"}.get(res.output, "auto")
+    try:
+        adapter = ctx.adapter.with_output(out, class_index=None)
+        pred = np.asarray(adapter.predict(frame), dtype=float).reshape(len(frame), -1)
+        want = np.shape(res.predictions)
+        if len(want) == 1 and pred.shape[1] > 1:  # one class explained: that class's column
+            names = [str(n) for n in adapter.output_names]
+            named = str(res.output_names[0]) if res.output_names else None
+            pred = pred[:, names.index(named) if named in names else -1]
+        pred = pred.reshape(want)
+    except Exception:  # noqa: BLE001 - the line then shows the explained prediction only
+        return res
+    return replace(res, params={**res.params, "model_prediction": pred})
+
+
+def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ...], notice=None,
+                empty_as_missing: bool = False):
+    """SHAP values of one row with the given features masked, cached per setting.
+
+    ``notice``: a :class:`Working` (or any callable of the seconds waited) that the
+    page's script calls every quarter of a second while the row is computed in a
+    worker thread: a slow model (Kernel SHAP on an SVC: seconds per row) shows that it
+    runs, and Streamlit's Stop and any widget change take effect at once instead of
+    after the computation. Empty cells are values the model receives unless
+    ``empty_as_missing`` (or the model cannot take them: see ``params["nan_reason"]``).
+    """
+    def compute():
+
+        from explainers.shap import explain
+
+        res = explain(ctx.model, ctx.X.iloc[[row]], background=background(ctx),
+                      method=method, missing=list(missing) or None,
+                      nan_is_missing=True if empty_as_missing else "auto")
+        res = _with_model_prediction(ctx, res, ctx.X.iloc[[row]])
+        # the explained row keeps its number, so a figure of it says "Row 123" by itself
+        return replace(res, data=res.data.set_axis(pd.Index([row])))
+
+    key = ("shap_row", ctx.model_key, ctx.data_key, row, method, missing, bool(empty_as_missing))
+    return in_worker(key, compute, notice)
+
+
+#: seconds one block of rows should take: long enough to share work within the block,
+#: short enough for the bar to move and a Stop to stop soon
+_BLOCK_S = 0.5
+
+
+def _explain_rows(ctx: ModelContext, method: str, positions: np.ndarray, store: _RowStore, cancel: threading.Event,
+                  state: dict, first_block: int) -> None:
+    """Worker thread: explain the unclaimed rows of ``positions`` block by block into ``store``."""
+    from explainers.shap import explain
+
+    bg = background(ctx)
+    block = first_block
+    try:
+        while not cancel.is_set():
+            rows = store.claim(positions, block)
+            if not rows:
+                return
+            state["partial"] = 0
+            t0 = time.perf_counter()
+            try:
+                res = explain(ctx.model, ctx.X.iloc[rows], background=bg, method=method,
+                              progress=lambda done, total: state.__setitem__("partial", done))
+            except BaseException:
+                store.release(rows)
+                raise
+            store.put(rows, res)
+            state["partial"] = 0
+            took = time.perf_counter() - t0
+            if took < _BLOCK_S / 2:
+                block = min(block * 2, 4096)
+            elif took > 2 * _BLOCK_S and block > 1:
+                block = max(1, block // 2)
+    except BaseException as exc:  # handed to the waiting script
+        state["error"] = exc
+
+
+def explain_sample(ctx: ModelContext, n_rows: int, method: str, progress=None):
+    """SHAP values of a seeded sample of rows, for the global views.
+
+    The rows (:func:`sample_rows`: the sample of n rows is part of every larger one)
+    are explained in blocks in a worker thread and kept row by row (:class:`_RowStore`,
+    per model, data and method), so changing the sample size, a Stop or a rerun never
+    throws away rows already done; the page's script waits, calling ``progress(done,
+    total)`` every quarter of a second (rows done, counting those inside a block).
+
+    ``params["rows"]`` holds the sampled rows' positions in the data as loaded (as a
+    batch run's sample does): see :func:`attributions_frame`; they are ``data``'s
+    index too, so hover text names the rows as the row pickers do.
+    """
+    positions = _nested_rows(len(ctx.X), n_rows)
+    store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method), _RowStore)
+    total = len(positions)
+    fast = method in ("tree", "linear") or (method == "auto" and shap_is_fast(ctx))
+    cancel = threading.Event()
+    state: dict = {}
+    worker = None
+    try:
+        while True:
+            done = store.done(positions)
+            if done == total:
+                break
+            if worker is None or not worker.is_alive():
+                if "error" in state:
+                    raise state["error"]
+                worker = threading.Thread(target=_explain_rows, name="glassbox-shap-sample", daemon=True,
+                                          args=(ctx, method, positions, store, cancel, state, 256 if fast else 1))
+                worker.start()
+            if progress is not None:
+                progress(min(done + int(state.get("partial", 0)), total), total)
+            worker.join(_POLL_S)
+            if not worker.is_alive() and "error" not in state and store.done(positions) < total:
+                time.sleep(_POLL_S)  # the rows left are another worker's (a rerun's, a session's): wait
+    except BaseException:
+        cancel.set()  # a Stop, a rerun, an error: the worker ends after its block (whose rows are kept)
+        raise
+    if progress is not None:
+        progress(total, total)
+    return _assemble(ctx, store, positions)
+
+
+def _assemble(ctx: ModelContext, store: _RowStore, positions: np.ndarray):
+    """The sample's ShapResult from the kept rows."""
+    from explainers.shap import ShapResult
+
+    with store.lock:
+        parts = [store.rows[int(r)] for r in positions]
+        meta = dict(store.meta)
+    return ShapResult(
+        values=np.stack([p[0] for p in parts]), base_values=np.stack([p[1] for p in parts]),
+        predictions=np.stack([p[2] for p in parts]), feature_names=meta["feature_names"],
+        missing=np.stack([p[3] for p in parts]), method=meta["method"], output=meta["output"],
+        output_names=meta["output_names"], data=ctx.X.iloc[positions].set_axis(pd.Index(positions)),
+        params={**meta["params"], "rows": positions.tolist()},
+    )
+
+
+def attributions_frame(res) -> pd.DataFrame:
+    """``res.to_frame()`` for a CSV, with ``row`` the row's position in the data file (0 is the first row).
+
+    ``to_frame`` numbers the rows of the result (0, 1, ... of a sample); a sample
+    (:func:`explain_sample`, or a batch run's) names its rows' positions in the
+    file in ``params["rows"]``, the numbers the row pickers use.
+    """
+    frame = res.to_frame()
+    rows = res.params.get("rows")
+    if rows is not None and len(rows) == res.n_rows:
+        frame["row"] = np.asarray(rows, dtype=np.int64)[frame["row"].to_numpy()]
+    return frame
+
+
+def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContext, notice=None) -> pd.DataFrame:
+    """Per row: the prediction (of the chosen class) and, with a target, the error.
+
+    Cached per model, data and class; computed in a worker thread (:func:`in_worker`),
+    ``notice`` showing that it runs when a slow model takes a while over every row.
+    """
+    table = in_worker(("row_table", model_key, data_key, class_index), lambda: _row_table(class_index, _ctx), notice)
+    return table.copy()  # the cached one is shared by every session: never hand it out to be changed
+
+
+def _row_table(class_index: int, _ctx: ModelContext) -> pd.DataFrame:
+    pred = _ctx.adapter.predict(_ctx.X)
+    if pred.ndim == 2:
+        pred = pred[:, class_index]
+    table = pd.DataFrame({"row": np.arange(len(_ctx.X)), "prediction": pred})
+    if _ctx.y is not None:
+        if _ctx.task == "regression":
+            table["error"] = np.abs(pred - _ctx.y.to_numpy(dtype=float))
+        else:
+            # error = 1 - probability given to the true class
+            position = {str(c): i for i, c in enumerate(_ctx.adapter.classes)}
+            idx = np.array([position.get(str(t), -1) for t in _ctx.y])
+            proba = _ctx.adapter.predict(_ctx.X)
+            table["error"] = np.where(idx >= 0, 1.0 - proba[np.arange(len(idx)), np.maximum(idx, 0)], np.nan)
+        table["target"] = _ctx.y.to_numpy()
+    return table
+
+
+def additivity_line(res, row: int, class_index: int | None) -> str:
+    """'base + contributions = prediction' with the numbers of this row, and the
+    model's own prediction (``params["model_prediction"]`` where the page added it).
+
+    Six significant digits on the data's own scale (``192,634``, ``1.23457M``); a
+    rounding residue like -1.1e-16 next to numbers of order 1 is written 0.
+    """
+    from dashboard.figures.style import fmt_number
+
+    vals = res.values[row] if class_index is None else res.values[row, :, class_index]
+    base = float(res.base_values[row] if class_index is None else res.base_values[row, class_index])
+    own = (getattr(res, "params", None) or {}).get("model_prediction")  # the model's real output (masks change only what is explained)
+    source = res.predictions if own is None else own
+    pred = float(source[row] if class_index is None else source[row, class_index])
+    total = float(np.sum(vals))
+    scale = max(abs(base), abs(pred), abs(total), float(np.sum(np.abs(vals))))
+
+    def f(v, sign=False):
+        return fmt_number(v, scale, digits=6, sign=sign)
+
+    return (f"base {f(base)} + contributions {f(total, True)} = prediction {f(base + total)} "
+            f"(model: {f(pred)})")
+
+
+def output_label(res, class_index: int | None) -> str:
+    """What the numbers are: 'prediction', or 'P(class)' / 'log-odds(class)'."""
+    if class_index is None and res.values.ndim == 2:
+        name = res.output_names[0] if res.output_names else ""
+        return {"raw": "prediction", "log_odds": f"log-odds({name})", "margin": f"margin({name})"}.get(
+            res.output, "prediction")
+    name = res.output_names[class_index]
+    return {"proba": f"P({name})", "log_odds": f"log-odds({name})"}.get(res.output, f"{res.output}({name})")
+
+
+def _shap_rows(res, keep: np.ndarray):
+    """The rows ``keep`` (positions in the result) of a ShapResult."""
+    rows = np.asarray(res.params.get("rows", np.arange(res.n_rows)))[keep]
+    return replace(res, values=res.values[keep], base_values=res.base_values[keep],
+                   predictions=res.predictions[keep], missing=res.missing[keep], data=res.data.iloc[keep],
+                   params={**res.params, "rows": rows.tolist()})
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentSample:
+    """A SHAP sample split by a segment: ``segment`` and ``rest`` (ShapResults, None when
+    ``problem``), the rows of each in the sample, and why they cannot be compared."""
+
+    segment: object
+    rest: object
+    n_segment: int
+    n_rest: int
+    problem: str | None
+
+
+def split_sample(res, mask: np.ndarray, min_rows: int | None = None) -> SegmentSample:
+    """Split a sample's SHAP values (``params["rows"]``: positions in the data) by a
+    segment's mask over the data; too few rows on a side gives ``problem`` instead."""
+    from .segments import MIN_SEGMENT_ROWS
+
+    least = MIN_SEGMENT_ROWS if min_rows is None else min_rows
+    rows = np.asarray(res.params.get("rows", np.arange(res.n_rows)), dtype=np.int64)
+    inside = np.asarray(mask, dtype=bool)[rows]
+    k, m = int(inside.sum()), int((~inside).sum())
+    if k < least or m < least:
+        return SegmentSample(None, None, k, m, (
+            f"The sample of {len(rows):,} rows holds {k:,} of the segment's rows and {m:,} of the rest's; at "
+            f"least {least:,} of each are needed to compare them. Raise the number of rows in the sample."))
+    return SegmentSample(_shap_rows(res, np.flatnonzero(inside)), _shap_rows(res, np.flatnonzero(~inside)), k, m, None)
+
+
+def shap_sample_by_segment(ctx: ModelContext, active, n_rows: int, method: str, sample) -> SegmentSample:
+    """:func:`split_sample` of the page's SHAP sample (:func:`explain_sample` of ``n_rows``
+    rows with ``method``), cached per model, data, segment and settings."""
+    key = ("shap_segment", ctx.model_key, ctx.data_key, active.key, int(n_rows), method)
+    return result_cache().get_or_compute(key, lambda: split_sample(sample, active.mask))

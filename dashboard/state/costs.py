@@ -1,0 +1,109 @@
+"""What a view costs before it runs: the model's seconds per row (predict, SHAP), measured
+once on a small probe and cached per model and data, and the estimates the pages compare
+with :data:`SLOW_VIEW_S` to run a slow view only on request.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from .cache import result_cache
+from .context import ModelContext
+from .rows import _nested_rows, _RowStore, background, sample_rows
+
+
+def shap_is_fast(ctx: ModelContext) -> bool:
+    """Whether the automatic SHAP method for this model is a fast one (linear or tree)."""
+    try:
+        from explainers.shap import auto
+    except Exception:
+        return False
+    try:
+        method, _ = auto.choose_method(ctx.model, ctx.X.shape[1], 100)
+    except Exception:
+        return False
+    return method in ("linear", "tree")
+
+
+#: rows the cost probe explains, and the seconds above which a view runs only on request with a warning
+COST_PROBE_ROWS, SLOW_VIEW_S = 2, 10.0
+
+
+def shap_seconds_per_row(ctx: ModelContext, method: str) -> float:
+    """Seconds one row of SHAP takes with this method, measured once on a small probe
+    (cached per model, data and method; 0 for the fast tree and linear methods)."""
+    if method in ("tree", "linear") or (method == "auto" and shap_is_fast(ctx)):
+        return 0.0
+
+    def probe() -> float:
+        from explainers.shap import explain
+
+        rows = sample_rows(ctx, COST_PROBE_ROWS)
+        t0 = time.perf_counter()
+        explain(ctx.model, rows, background=background(ctx), method=method)
+        return (time.perf_counter() - t0) / max(1, len(rows))
+
+    return float(result_cache().get_or_compute(("shap_cost", ctx.model_key, ctx.data_key, method), probe))
+
+
+def sample_cost(ctx: ModelContext, method: str, n_rows: int) -> tuple[float, int]:
+    """(estimated seconds for the rows of a sample not yet explained, rows that fit in SLOW_VIEW_S)."""
+    per_row = shap_seconds_per_row(ctx, method)
+    if per_row <= 0:
+        return 0.0, n_rows
+    store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method), _RowStore)
+    positions = _nested_rows(len(ctx.X), n_rows)
+    left = len(positions) - store.done(positions)
+    return per_row * left, max(10, int(SLOW_VIEW_S / per_row) // 10 * 10)
+
+
+def predict_seconds_per_row(ctx: ModelContext) -> float:
+    """Seconds one more row costs the model's predict (measured once: 256 rows against
+    2,048, so a call's fixed cost is left out; cached per model and data): what the
+    pages multiply to know a view's cost."""
+    def probe() -> float:
+        rows = sample_rows(ctx, min(256, len(ctx.X)))
+        big = pd.concat([rows] * max(1, 2048 // len(rows)), ignore_index=True)
+        ctx.adapter.predict(rows.iloc[:2])  # a first call may pay one-time costs
+
+        def took(frame) -> float:
+            best = np.inf
+            for _ in range(2):
+                t0 = time.perf_counter()
+                ctx.adapter.predict(frame)
+                best = min(best, time.perf_counter() - t0)
+            return best
+
+        # the cost of one more row (the computations predict in large batches), not of a call
+        small, large = took(rows), took(big)
+        if len(big) > len(rows):
+            return max(0.0, (large - small) / (len(big) - len(rows)))
+        return large / len(big)
+
+    return float(result_cache().get_or_compute(("predict_cost", ctx.model_key, ctx.data_key), probe))
+
+
+def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int) -> tuple[float, int]:
+    """(estimated seconds, rows that fit in SLOW_VIEW_S) of the Importance page's slow methods:
+    holdout permutation predicts every row once per feature and repeat, mean |SHAP| explains
+    every row; the training-split methods (MDI, the libraries' own) cost nothing."""
+    rows = min(int(max_rows), len(ctx.X))
+    per_row = 0.0
+    if "permutation" in methods:
+        per_row += (int(n_repeats) * ctx.X.shape[1] + 1) * predict_seconds_per_row(ctx)
+    if "shap" in methods:
+        per_row += shap_seconds_per_row(ctx, "auto")
+    if per_row <= 0:
+        return 0.0, rows
+    return per_row * rows, int(SLOW_VIEW_S / per_row) // 50 * 50  # 0: even the fewest rows (50) take longer
+
+
+def fmt_seconds(s: float) -> str:
+    """A duration in words: '8 s', '3 min', '2.5 h'."""
+    if s < 90:
+        return f"{max(1, round(s))} s"
+    if s < 5400:
+        return f"{round(s / 60)} min"
+    return f"{s / 3600:.1f} h"

@@ -1,0 +1,68 @@
+"""The PDP page's cached computations: partial dependence and ICE, ALE, and partial
+dependence over a segment's rows and the rest's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .cache import result_cache
+from .context import ModelContext
+
+
+PDP_MAX_ROWS = 2_000  # rows behind a PDP/ICE on the page; a seeded sample above that
+
+
+def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, percentiles: tuple[float, float],
+        max_rows: int = PDP_MAX_ROWS):
+    """Partial dependence (and ICE for one feature), cached per model, data and settings."""
+    sample = max_rows if len(ctx.X) > max_rows else None
+
+    def compute():
+        from explainers.pdp import partial_dependence
+
+        return partial_dependence(
+            ctx.model, ctx.X, list(features), grid_resolution=grid_resolution, percentiles=percentiles,
+            kind="both" if len(features) == 1 else "average", sample=sample, random_state=0,
+        )
+
+    key = ("pdp", ctx.model_key, ctx.data_key, features, grid_resolution, percentiles, sample)
+    return result_cache().get_or_compute(key, compute)
+
+
+def ale(ctx: ModelContext, feature, n_bins: int):
+    """ALE of one numeric feature (a name), or second-order ALE of two (a tuple), cached."""
+    def compute():
+        from explainers.ale import ale as ale_fn
+
+        return ale_fn(ctx.model, ctx.X, list(feature) if isinstance(feature, tuple) else feature,
+                      n_bins=n_bins)
+
+    return result_cache().get_or_compute(("ale", ctx.model_key, ctx.data_key, feature, n_bins), compute)
+
+
+def pdp_by_segment(ctx: ModelContext, active, feature: str, grid_resolution: int,
+                   percentiles: tuple[float, float], max_rows: int = PDP_MAX_ROWS):
+    """Partial dependence of one feature over the segment's rows and over the rest's:
+    ``(segment result, rest result)``, on the grid of every row (:func:`pdp`), so the two
+    curves share their x values (a categorical feature: the categories each part has).
+
+    Each part averages over its own rows (a seeded sample of ``max_rows`` above that),
+    without ICE; cached per model, data, segment and settings.
+    """
+    base = pdp(ctx, (feature,), grid_resolution, percentiles, max_rows)
+    categorical = base.feature_kinds[0] == "categorical"
+
+    def part(rows: np.ndarray):
+        from explainers.pdp import partial_dependence
+
+        X = ctx.X.iloc[rows]
+        grid = list(base.grid[0])
+        if categorical:  # a category the part lacks has no rows to average there
+            present = set(X[feature].dropna().tolist())
+            grid = [v for v in grid if v in present]
+        return partial_dependence(ctx.model, X, [feature], grid_resolution=grid_resolution, percentiles=percentiles,
+                                  custom_values={feature: grid}, categorical_features=[feature] if categorical else [],
+                                  kind="average", sample=max_rows if len(X) > max_rows else None, random_state=0)
+
+    key = ("pdp_segment", ctx.model_key, ctx.data_key, active.key, feature, grid_resolution, percentiles, max_rows)
+    return result_cache().get_or_compute(key, lambda: (part(active.rows), part(active.rest)))

@@ -1,0 +1,52 @@
+"""The sidebar's class (or output) pick and what it means for each page's figures."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .session import CLASS_INDEX, value
+
+if TYPE_CHECKING:
+    from .context import ModelContext
+
+
+def output_choices(ctx: ModelContext) -> list[str] | None:
+    """What the sidebar's picker offers: the classes of a classifier, the targets of a
+    multi-output regressor (each explained on its own), None for one output."""
+    if ctx.classes is not None:
+        return ctx.classes
+    adapter = ctx.adapter
+    if getattr(adapter, "n_targets", 1) > 1:
+        return [str(n) for n in adapter.all_output_names]
+    return None
+
+
+def picker_label(ctx: ModelContext) -> str:
+    """"Class" for a classifier, "Output" for a multi-output regressor."""
+    return "Class" if ctx.classes is not None else "Output"
+
+
+def class_index(ctx: ModelContext) -> int:
+    """Position of the sidebar's class (or output) among the model's (0 when none is picked).
+
+    The widget holds the label, not its position: when the model changes, a
+    label the new model lacks simply falls back to the first one.
+    """
+    label = value(CLASS_INDEX)
+    choices = output_choices(ctx)
+    if choices is None or label is None:
+        return 0
+    return choices.index(str(label)) if str(label) in choices else 0
+
+
+def pdp_class(ctx: ModelContext) -> int | None:
+    """The sidebar's class or output for PDP/ALE figures (None for one output)."""
+    return None if output_choices(ctx) is None else class_index(ctx)
+
+
+def shap_class(res, ctx: ModelContext) -> int | None:
+    """The sidebar's class as an output index of a SHAP result (None for one output)."""
+    if res.values.ndim == 2:
+        return None
+    k = res.values.shape[2]
+    ci = class_index(ctx)
+    return ci if ci < k else k - 1

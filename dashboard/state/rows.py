@@ -1,0 +1,97 @@
+"""The data rows behind the computations: the training and held-out split, seeded
+samples (nested: a larger sample holds every smaller one), the SHAP background, and
+:class:`_RowStore`, the per-row SHAP results a sample fills (shared by the SHAP
+sample and its cost estimate).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pandas as pd
+
+from .context import ModelContext
+
+
+def split_rows(ctx: ModelContext) -> tuple[tuple, tuple]:
+    """((X_train, y_train), (X_holdout, y_holdout)) for this model's data.
+
+    Demo data stores the training rows first (the card says how many); for an
+    upload the file is taken as the training data for out-of-bag importance
+    (the check against the forest's own out-of-bag predictions tells when it is
+    not) and as held-out data for permutation importance.
+    """
+    n_train = ctx.card.get("n_train")
+    if n_train:
+        tr = (ctx.X.iloc[:n_train], None if ctx.y is None else ctx.y.iloc[:n_train])
+        ho = (ctx.X.iloc[n_train:], None if ctx.y is None else ctx.y.iloc[n_train:])
+        return tr, ho
+    both = (ctx.X, ctx.y)
+    return both, both
+
+
+def _seeded_rows(n_total: int, n: int) -> np.ndarray:
+    """Positions of a seeded sample of n rows (all rows when there are no more), in data order."""
+    if n_total <= n:
+        return np.arange(n_total)
+    return np.sort(np.random.default_rng(0).choice(n_total, n, replace=False))
+
+
+def _nested_rows(n_total: int, n: int) -> np.ndarray:
+    """Positions of a seeded sample of n rows, in data order, nested: the sample of n rows
+    is part of the sample of any larger n (the first n of one fixed shuffle), so a larger
+    sample reuses every row a smaller one explained."""
+    if n_total <= n:
+        return np.arange(n_total)
+    return np.sort(np.random.default_rng(0).permutation(n_total)[:n])
+
+
+def sample_rows(ctx: ModelContext, n_rows: int) -> pd.DataFrame:
+    """A seeded sample of the data's rows (the global views, the 2D data overlay);
+    the sample of n rows is part of every larger one."""
+    return ctx.X.iloc[_nested_rows(len(ctx.X), n_rows)]
+
+
+def background(ctx: ModelContext, n: int = 100) -> pd.DataFrame:
+    """A seeded sample of the data as the SHAP background (training rows where known)."""
+    (X_tr, _), _ = split_rows(ctx)
+    return X_tr.iloc[_seeded_rows(len(X_tr), n)]
+
+
+class _RowStore:
+    """Per-row SHAP results of one model, data and method, shared by sessions.
+
+    A sample's rows are explained in blocks in a worker thread and kept here row by
+    row, so a rerun (a larger sample, a Stop, another session) keeps every row already
+    done; ``claimed`` rows are being computed by some worker right now.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.rows: dict[int, tuple] = {}  # position -> (values, base, prediction, missing)
+        self.claimed: set[int] = set()
+        self.meta: dict | None = None  # method, output, names, params of the first block
+
+    def done(self, positions) -> int:
+        with self.lock:
+            return sum(1 for r in positions if r in self.rows)
+
+    def claim(self, positions, n: int) -> list[int]:
+        """Up to n of ``positions`` that nobody computed or is computing, now claimed."""
+        with self.lock:
+            got = [r for r in positions if r not in self.rows and r not in self.claimed][:n]
+            self.claimed.update(got)
+            return got
+
+    def put(self, positions, res) -> None:
+        with self.lock:
+            for i, r in enumerate(positions):
+                self.rows[r] = (res.values[i], res.base_values[i], res.predictions[i], res.missing[i])
+            self.claimed.difference_update(positions)
+            if self.meta is None:
+                self.meta = dict(feature_names=list(res.feature_names), method=res.method, output=res.output,
+                                 output_names=list(res.output_names), params=dict(res.params))
+
+    def release(self, positions) -> None:
+        with self.lock:
+            self.claimed.difference_update(positions)

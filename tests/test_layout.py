@@ -1,0 +1,182 @@
+"""The layout of dashboard/state and dashboard/widgets.py, read from their source (nothing imported):
+
+- no import cycle among them, counting imports inside functions too (a lazy import only
+  hides a cycle until the function runs) but not ``if TYPE_CHECKING:`` ones (never run);
+- no module of dashboard/state draws on the page: Streamlit elements are made in
+  dashboard/widgets.py and the pages, never in the state they read.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STATE = ROOT / "dashboard" / "state"
+STATE_PKG = "dashboard.state"
+
+
+def _modules() -> dict[str, Path]:
+    found = {STATE_PKG if p.stem == "__init__" else f"{STATE_PKG}.{p.stem}": p for p in sorted(STATE.glob("*.py"))}
+    found["dashboard.widgets"] = ROOT / "dashboard" / "widgets.py"
+    return found
+
+
+MODULES = _modules()
+
+#: Streamlit calls that put an element on the page (or reserve a place for one)
+DRAWING = frozenset({
+    "button", "selectbox", "slider", "toggle", "checkbox", "radio", "number_input", "text_input", "multiselect",
+    "file_uploader", "select_slider", "empty", "status", "caption", "markdown", "error", "warning", "info",
+    "progress",
+})
+
+def _package(name: str) -> str:
+    return name if MODULES.get(name, Path()).stem == "__init__" else name.rpartition(".")[0]
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.Module):
+    """(node, the module-level function it is in, or None) of every import that can run."""
+    def walk(node, top):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for sub in child.orelse:
+                    yield from walk(ast.Module(body=[sub], type_ignores=[]), top)
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, top
+            module_level = isinstance(node, ast.Module) and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            inner = child.name if module_level else top
+            yield from walk(child, inner)
+
+    yield from walk(tree, None)
+
+
+def _targets(name: str, node) -> set[str]:
+    """The modules of MODULES that ``node``, in module ``name``, imports (with the packages that run first)."""
+    if isinstance(node, ast.Import):
+        wanted = {alias.name for alias in node.names}
+    else:
+        if node.level:
+            base = _package(name).split(".")
+            base = base[:len(base) - (node.level - 1)]
+            module = ".".join(base + ([node.module] if node.module else []))
+        else:
+            module = node.module
+        wanted = {module} | {f"{module}.{alias.name}" for alias in node.names}
+    out = set()
+    for target in wanted:
+        parts = target.split(".")
+        for i in range(1, len(parts) + 1):  # importing a.b.c runs a, a.b and a.b.c
+            prefix = ".".join(parts[:i])
+            inside = name == prefix or name.startswith(prefix + ".")  # a package's own modules run inside it
+            if prefix in MODULES and prefix != name and not inside:
+                out.add(prefix)
+    return out
+
+
+def import_graph() -> dict[str, dict[str, list[tuple[int, str | None]]]]:
+    """module -> {imported module: [(line, enclosing function or None), ...]}."""
+    graph: dict = {name: {} for name in MODULES}
+    for name, path in MODULES.items():
+        for node, func in _imports(ast.parse(path.read_text(), filename=str(path))):
+            for target in _targets(name, node):
+                graph[name].setdefault(target, []).append((node.lineno, func))
+    return graph
+
+
+def cycles(graph, ignored=frozenset()) -> list[list[str]]:
+    """The import cycles (strongly connected components of more than one module, or a module
+    importing itself), each as a list of module names."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if (v, w) in ignored:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in graph[v]:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_reads_imports_at_every_level():
+    """The checker sees module-level, lazy (inside a function) and package imports, not TYPE_CHECKING ones."""
+    graph = import_graph()
+    assert "dashboard.state.context" in graph["dashboard.state.rows"]
+    assert graph["dashboard.state.attribution"]["dashboard.state.segments"][0][1] == "split_sample"  # lazy
+    assert "dashboard.state" in graph["dashboard.widgets"]  # importing dashboard.state.x runs the package
+    assert "dashboard.state" not in graph["dashboard.state.rows"]  # ... but not for its own modules
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\nelse:\n    import b\n"
+                     "def f():\n    import c\n")
+    assert [(n.names[0].name, func) for n, func in _imports(tree)][1:] == [("b", None), ("c", "f")]
+    assert cycles({"a": {"b": []}, "b": {"a": []}, "c": {"a": []}}) == [["a", "b"]]
+    assert cycles({"a": {"a": []}}) == [["a"]]
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    found = cycles(graph)
+    lines = []
+    for comp in found:
+        for a in comp:
+            for b, where in graph[a].items():
+                if b in comp:
+                    lines.append(f"  {a} -> {b} at line(s) {', '.join(str(n) for n, _ in where)}")
+    assert not found, "import cycles among dashboard/state and dashboard/widgets.py:\n" + "\n".join(lines)
+
+
+def _drawing_calls(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    aliases = {"st"}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name for a in node.names if a.name == "streamlit"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "streamlit":
+            found += [f"{path.name}:{node.lineno}: from streamlit import {a.name}" for a in node.names
+                      if a.name in DRAWING]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DRAWING:
+            root = node.func.value
+            while isinstance(root, ast.Attribute):  # st.sidebar.button(...)
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in aliases:
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node.func)}(...)")
+    return found
+
+
+def test_state_never_draws():
+    found = [hit for name, path in MODULES.items() if name.startswith(STATE_PKG) for hit in _drawing_calls(path)]
+    assert not found, ("dashboard/state computes; elements go in dashboard/widgets.py or the page:\n"
+                       + "\n".join(found))
+
+
+def test_the_draw_check_sees_calls(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import streamlit as st\nimport streamlit as s2\n"
+                      "def f():\n    st.toggle('x')\n    s2.sidebar.caption('y')\n    st.session_state.get('z')\n")
+    assert [h.split(": ", 1)[1] for h in _drawing_calls(sample)] == ["st.toggle(...)", "s2.sidebar.caption(...)"]
