@@ -1,7 +1,16 @@
 """Shared, small, session-scoped fixtures."""
+import os
+import tempfile
+
 import numpy as np
 import pandas as pd
 import pytest
+
+# The servers the tests start keep shared uploads (and may keep results) under the data folder:
+# one of the test run's own, never the developer's (~/.local/share/glassbox) or the operator's.
+os.environ["GLASSBOX_DATA_DIR"] = tempfile.mkdtemp(prefix="glassbox-tests-")
+for _name in ("GLASSBOX_WORKSPACE_DIR", "GLASSBOX_RESULT_CACHE_DIR", "GLASSBOX_SHARING"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(scope="session")

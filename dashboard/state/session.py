@@ -113,12 +113,16 @@ class Control:
     kind : str
         How the value is written in the URL: "str", "int", "float", "bool", "list" (of str,
         joined by ``~``), "pair" (two ints, a range) or "cell" (two ints, a matrix cell).
+    always : bool
+        In the URL even at its default (the model: a link must not depend on which model a
+        server opens first).
     """
 
     key: str
     param: str
     page: str | None
     kind: str = "str"
+    always: bool = False
 
     def parse(self, text: str):
         """The value of a URL's text, or None when it cannot be read (then the default stands)."""
@@ -134,7 +138,8 @@ def _controls(page: str | None, kind: str, **params_to_keys: str) -> list[Contro
 
 #: every control a link carries, by widget key. Page names are the pages' url paths (app.py).
 CONTROLS: dict[str, Control] = {c.key: c for c in [
-    *_controls(None, "str", model=ACTIVE, **{"class": CLASS_INDEX}),
+    Control(ACTIVE, "model", None, always=True),
+    *_controls(None, "str", **{"class": CLASS_INDEX}),
     # PDP / ICE / ALE
     *_controls("effects", "str", feature="pdp_f1", feature2="pdp_f2", colour="pdp_colour", style="pdp_style",
                empty="pdp_empty"),
@@ -243,6 +248,8 @@ def bind(key: str, default=None, *, options=None, valid: Callable[[Any], bool] |
     """
     ss = st.session_state
     v = ss.get(_STORE + key, default)
+    if key in ss and ss[key] != v:  # set on the widget's key by code outside a callback (a test, a page)
+        v = ss[key]
     if isinstance(v, list) and options is not None:
         v = [x for x in v if x in options]
     elif not _valid(v, options, valid):
@@ -266,7 +273,7 @@ def _to_url(key: str, v, default) -> None:
     control = CONTROLS.get(key)
     if control is None or (control.page is not None and control.page != st.session_state.get(_PAGE)):
         return
-    if v is None or v == default or (isinstance(v, list) and not v):
+    if v is None or (v == default and not control.always) or (isinstance(v, list) and not v):
         if control.param in st.query_params:
             del st.query_params[control.param]
         return
@@ -285,19 +292,23 @@ def begin_run(page: str) -> None:
 
 
 def read_url(page: str, is_known_model: Callable[[str], bool]) -> None:
-    """On a session's first run: the URL's values into the store (the sidebar's and ``page``'s).
+    """On a session's first run: the URL's values into the store.
 
-    A value that cannot be read is ignored (the default stands); values are checked against
-    the widget's options when it is drawn (:func:`bind`), so a stale link never breaks a page.
+    A link made here holds the sidebar's controls and those of its page (``page``), which
+    take their parameters. A parameter that page does not own (a hand-made link) goes to
+    every page's control of that name. A value that cannot be read is ignored (the default
+    stands); values are checked against the widget's options when it is drawn (:func:`bind`),
+    so a stale link never breaks a page.
     """
     ss = st.session_state
     if ss.get(_URL_READ):
         return
     ss[_URL_READ] = True
     qp = st.query_params
+    owned = {c.param for c in CONTROLS.values() if c.page in (None, page)}
     for control in CONTROLS.values():
         text = qp.get(control.param)
-        if text is None or control.page not in (None, page):
+        if text is None or (control.page not in (None, page) and control.param in owned):
             continue
         if control.key == ACTIVE and not is_known_model(text):
             continue

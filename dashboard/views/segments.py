@@ -26,8 +26,8 @@ elif target == sv.ON_ERROR:
     st.caption(f"The error of a row is the {md(sv.error_words(ctx))}. Rows kept: lower end ≤ error < upper end; "
                "leave an end empty to keep it open.")
     c1, c2 = st.columns(2)
-    c1.number_input("Error from (included)", min_value=0.0, format="%g", **state.bind(sv.ERR_LO, None))
-    c2.number_input("Error below (excluded)", min_value=0.0, format="%g", **state.bind(sv.ERR_HI, None))
+    c1.number_input("Error from (included)", value=None, min_value=0.0, format="%g", **state.bind(sv.ERR_LO, None))
+    c2.number_input("Error below (excluded)", value=None, min_value=0.0, format="%g", **state.bind(sv.ERR_HI, None))
 else:
     feature = target[1]
     hows = sv.ways(ctx, feature)
@@ -38,8 +38,8 @@ else:
         st.caption(f"{md(feature)} runs from {fmt_number(col.min())} to {fmt_number(col.max())} in the data. "
                    "Rows kept: lower end ≤ value < upper end; leave an end empty to keep it open.")
         c1, c2 = st.columns(2)
-        c1.number_input("From (included)", format="%g", **state.bind(lo_key, None))
-        c2.number_input("Below (excluded)", format="%g", **state.bind(hi_key, None))
+        c1.number_input("From (included)", value=None, format="%g", **state.bind(lo_key, None))
+        c2.number_input("Below (excluded)", value=None, format="%g", **state.bind(hi_key, None))
     elif how == sv.VALUES:
         values = state.category_options(ctx, feature)
         st.multiselect(f"{md(feature)} is one of", values, **state.bind(sv.values_key(feature), [], options=values))

@@ -72,7 +72,8 @@ with st.expander(f"Feature values of row {row}", expanded=True):
             lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (None, None)
             step = float(10 ** np.floor(np.log10((hi - lo) / 100))) if lo is not None and hi > lo else 1.0
             start = None if _missing(value) else min(max(float(value), lo), hi)
-            edited[col] = box.number_input(md(col), min_value=lo, max_value=hi, step=step, format="%g",
+            # value=None: a cleared box is a blank, not the column's minimum
+            edited[col] = box.number_input(md(col), min_value=lo, max_value=hi, value=None, step=step, format="%g",
                                            placeholder="blank",
                                            **state.bind(f"{prefix}{i}", start, valid=lambda v, lo=lo, hi=hi: v is None
                                                         or (lo is not None and lo <= v <= hi)))

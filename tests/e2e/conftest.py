@@ -115,10 +115,10 @@ def upload(page, which: str, path) -> None:
     settle(page)
 
 
-def pick_option(page, label: str, option: str, scope=None) -> None:
+def pick_option(page, label: str, option: str, scope=None, exact: bool = False) -> None:
     """Choose ``option`` in the select box ``label``: typed into the box first, so the option is
     drawn even when the list is long (the dropdown only draws the options in view)."""
-    box = (scope or page).get_by_role("combobox", name=label)
+    box = (scope or page).get_by_role("combobox", name=label, exact=exact)
     if box.input_value() == option:
         return  # already chosen
     wanted = page.get_by_role("option", name=option, exact=True)

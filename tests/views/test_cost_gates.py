@@ -64,5 +64,5 @@ def test_interactions_page_waits_for_a_slow_model(monkeypatch):
     fewer = [b for b in at.button if b.label.startswith("Use ")]
     assert fewer and fewer[0].label == "Use 30 rows"  # 5.5e-4 n² + 0.307 n = 10 s
     fewer[0].click().run()
-    assert at.number_input(key="ia_rows_exact").value == 30
+    assert at.number_input(key="ia_rows").value == 30
     assert at.get("plotly_chart") and not at.exception

@@ -80,7 +80,9 @@ def test_housing_latitude_longitude_is_the_strongest_pair(demo_cards):
     assert len(figs) == 4
     assert [f["data"][0]["type"] for f in figs[1:]] == ["scatter", "heatmap", "heatmap"]
     assert "ALE" in figs[3]["layout"]["title"]["text"]
-    assert at.query_params["f1"] == at.selectbox(key="ia_f1").value
+    assert "f1" not in at.query_params  # the default pair: the link needs no parameter to show it
+    at.selectbox(key="ia_f1").set_value("median_income").run()
+    assert at.query_params["f1"] == "median_income"
 
 
 def test_pick_a_pair_shows_its_interaction_values(demo_cards):
