@@ -96,6 +96,7 @@ with st.sidebar:
             **state.bind(state.CLASS_INDEX, choices[0], options=choices),
         )
     widgets.segment_picker(ctx)  # a segment to compare with the rest, where the user defined some
+    state.segments_to_url()  # every run: a page switch from the sidebar starts from a bare URL
     st.caption(f"{md(ctx.card.get('model_type', ''))} · {ctx.task} · {len(ctx.X):,} rows")
     if getattr(ctx.adapter, "explained", None):
         st.caption(f"Explained: {md(ctx.adapter.explained)}")

@@ -101,15 +101,13 @@ def remove_segment(name: str) -> None:
 def segments_to_url() -> None:
     """Keep the segments (and the compared one) in the URL, so a shared link reopens them."""
     tokens = list(st.session_state.get(SEGMENTS, []))
-    if tokens:
-        st.query_params["seg"] = ".".join(tokens)
-    else:
-        st.query_params.pop("seg", None)
     on = value(SEGMENT_ON)
-    if on and on != NO_SEGMENT:
-        st.query_params["segon"] = on
-    else:
-        st.query_params.pop("segon", None)
+    for param, text in (("seg", ".".join(tokens) if tokens else None),
+                        ("segon", on if on and on != NO_SEGMENT else None)):
+        if text is None:
+            st.query_params.pop(param, None)
+        elif st.query_params.get(param) != text:  # unchanged: nothing sent to the browser
+            st.query_params[param] = text
 
 
 def segments_from_url() -> str | None:
