@@ -101,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--trust-pickles", action="store_true",
                    help="allow pickle/joblib model files, which run code when loaded, here and in "
                         f"uploads (also {TRUST_ENV}=1)")
+    s.add_argument("--data-dir", metavar="DIR",
+                   help="folder for shared uploads (the workspace store behind ?ws= links) and cached results "
+                        "(default: GLASSBOX_DATA_DIR, else ~/.local/share/glassbox); also "
+                        "GLASSBOX_WORKSPACE_MAX_BYTES (2GB) and GLASSBOX_WORKSPACE_DAYS (30, after the last visit)")
+    s.add_argument("--no-sharing", action="store_true",
+                   help="keep uploads in their browser session only: no link opens them for someone else "
+                        "(also GLASSBOX_SHARING=off)")
     s.add_argument("--batch-root", action="append", default=[], metavar="DIR",
                    help="let the SHAP page open precomputed batch runs inside DIR (repeatable)")
     # used by show(): the models come from a manifest file it rewrites; the server ends with its process
@@ -242,6 +249,13 @@ def serve(args) -> int:
             raise UsageError(problem)
         port = _free_port(args.host)
 
+    if args.data_dir:
+        data_dir = Path(args.data_dir).expanduser().resolve()
+        if data_dir.exists() and not data_dir.is_dir():
+            raise UsageError(f"the data folder {data_dir} is not a folder")
+        os.environ["GLASSBOX_DATA_DIR"] = str(data_dir)
+    if args.no_sharing:
+        os.environ["GLASSBOX_SHARING"] = "off"
     os.environ.pop(SERVE_ENV, None)
     os.environ.pop(MANIFEST_ENV, None)
     if entries:

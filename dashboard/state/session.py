@@ -78,13 +78,9 @@ def _int_pair(text: str):
     return None if vals is None or None in vals else tuple(vals)
 
 
-def _int_cell(text: str):
-    return _int_pair(text)
-
-
 _PARSE: dict[str, Callable[[str], Any]] = {
     "str": lambda t: t, "int": _to_int, "float": _to_float, "bool": _to_bool, "list": lambda t: _split(t),
-    "pair": _int_pair, "cell": _int_cell,
+    "pair": _int_pair, "cell": _int_pair,
 }
 
 
@@ -315,11 +311,6 @@ def read_url(page: str, is_known_model: Callable[[str], bool]) -> None:
         parsed = control.parse(text)
         if parsed is not None:
             ss[_STORE + control.key] = parsed
-
-
-def link_params() -> dict[str, str]:
-    """The query parameters of the view shown now (what a copied link carries)."""
-    return {k: st.query_params.get(k) for k in st.query_params.keys()}
 
 
 def init_session(default_model: str) -> None:
