@@ -139,6 +139,8 @@ def _waiting_line(waiting: dict, on_model_page: bool) -> str:
 with st.container():
     if problem := uploads.take_link_problem():  # a ?ws= link that opens nothing: one message, no listing
         st.error(md(problem), icon=":material/link_off:")
+    if notice := uploads.take_share_notice():  # an upload not shared (and why), or a shared one deleted
+        st.info(md(notice), icon=":material/share:")
     st.caption(_model_line(ctx))
     if (waiting := uploads.waiting_upload()) is not None:
         st.warning(_waiting_line(waiting, on_model_page=page.title == "Model"), icon=":material/upload_file:")

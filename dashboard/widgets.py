@@ -134,3 +134,7 @@ def share_box(ctx: ModelContext) -> None:
     if uploads.owns_shared_upload():
         st.button("Delete the shared upload", key="ws_delete", icon=":material/delete:", on_click=uploads.on_delete_shared,
                   help="Removes the model and data files from the server: the link opens nothing any more.")
+        with st.expander("Your link to manage it"):
+            st.caption("Keep this link for yourself: it opens the upload with the right to delete it (after a "
+                       "reload too). Send the address bar's link to others, not this one.")
+            st.code(uploads.manage_link(), language=None, wrap_lines=True)

@@ -513,6 +513,15 @@ class WorkspaceStore:
                                (_sha(token),)).fetchone()
         return row is not None and _now() - row[0] <= self.retention_s
 
+    def is_owner(self, token: object, owner: object) -> bool:
+        """Whether ``owner`` is the owner's secret of the stored workspace ``token`` (the uploader's
+        link to manage it); False, alike, for an unknown token and for a wrong owner."""
+        if not (_valid_token(token) and _valid_token(owner)):
+            return False
+        with self._connect() as conn:
+            row = conn.execute("SELECT owner_hash FROM workspaces WHERE key_hash = ?", (_sha(token),)).fetchone()
+        return row is not None and hmac.compare_digest(_sha(owner), row[0])
+
     def delete(self, token: object, owner: object) -> bool:
         """Delete the workspace of ``token`` if ``owner`` is its owner's secret.
 

@@ -221,6 +221,18 @@ def test_delete_needs_the_owner_secret(store, root):
     assert store.open(b.token) is not None
 
 
+def test_is_owner_knows_only_the_owner_secret(store):
+    a = store.create(MODEL, "m", DATA, "d")
+    b = store.create(MODEL, "m", DATA, "d")
+    assert store.is_owner(a.token, a.owner) is True
+    assert store.is_owner(a.token, b.owner) is False
+    assert store.is_owner(a.owner, a.token) is False
+    assert store.is_owner(a.token, "x" * 32) is False
+    assert store.is_owner(a.token, None) is False
+    assert store.delete(a.token, a.owner) is True
+    assert store.is_owner(a.token, a.owner) is False  # gone: no owner any more
+
+
 # -- size limits -----------------------------------------------------------------------
 
 def test_eviction_removes_the_least_recently_opened(root, clock):

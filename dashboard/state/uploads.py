@@ -133,6 +133,8 @@ def on_load_upload(mf=None, df=None) -> None:
 # ------------------------------------------------------------ shared uploads
 #: the workspace tokens this session created, with their owner secrets (only the uploader may delete)
 OWNED = "owned_workspaces"
+#: the URL parameter of the uploader's link to manage a shared upload (its owner secret)
+OWNER_PARAM = "owner"
 #: what a shared link this session was opened with could not do (shown once at the top of the page)
 LINK_PROBLEM = "shared_link_problem"
 _LINK_READ = "shared_link_read"
@@ -179,6 +181,9 @@ def open_shared_link() -> None:
 
     ss = st.session_state
     token = st.query_params.get(workspace.PARAM)
+    owner = st.query_params.get(OWNER_PARAM)
+    if owner is not None:  # the uploader's link to manage the upload: never left in the address bar
+        del st.query_params[OWNER_PARAM]
     if not token or ss.get(_LINK_READ) == token:
         return
     ss[_LINK_READ] = token
@@ -210,8 +215,15 @@ def open_shared_link() -> None:
         return
     ss[UPLOAD] = {"model_bytes": found.model_bytes, "model_name": found.model_name, "data_bytes": found.data_bytes,
                   "data_name": found.data_name, "target": found.target, "ws": token, **keys}
+    if owner is not None and store.is_owner(token, owner):
+        ss.setdefault(OWNED, {})[token] = owner
     set_active_model(UPLOADED)
     ss[LAST_ERROR] = None
+
+
+def take_share_notice() -> str | None:
+    """What the last load or delete has to say about sharing (once): not shared and why, or deleted."""
+    return st.session_state.pop(SHARE_NOTICE, None)
 
 
 def take_link_problem() -> str | None:
@@ -236,6 +248,19 @@ def owns_shared_upload() -> bool:
     """Whether this session uploaded the shared upload shown now (and so may delete it)."""
     up = st.session_state.get(UPLOAD) or {}
     return bool(up.get("ws")) and up["ws"] in (st.session_state.get(OWNED) or {})
+
+
+def manage_link() -> str | None:
+    """The uploader's link to the shared upload shown now, with the owner secret that lets whoever
+    opens it delete the upload (None when this session does not own it)."""
+    from dashboard import workspace
+
+    up = st.session_state.get(UPLOAD) or {}
+    owner = (st.session_state.get(OWNED) or {}).get(up.get("ws"))
+    if not owner:
+        return None
+    base = (st.context.url or "").split("?")[0]
+    return f"{base}?model={UPLOADED}&{workspace.PARAM}={up['ws']}&{OWNER_PARAM}={owner}"
 
 
 def on_delete_shared() -> None:

@@ -397,11 +397,24 @@ def test_a_shared_link_opens_the_same_view_and_nothing_else(browser, app_url, lo
     wait_idle(stranger)
     _link_refused(stranger)
 
+    # only the uploader may delete it: the colleague gets no such button
+    expect(other.get_by_role("button", name="Delete the shared upload")).to_have_count(0)
+    expect(page.get_by_role("button", name="Delete the shared upload")).to_have_count(1)
+    # ... also after a reload, through the link to manage it the uploader keeps (never left in the URL)
+    page.get_by_text("Your link to manage it").click()
+    manage = page.get_by_test_id("stCode").inner_text().strip()
+    assert f"ws={token}" in manage and "owner=" in manage
+    manager = browser.new_context().new_page()
+    manager.goto(manage)
+    wait_idle(manager)
+    expect(_box(manager, "Model")).to_have_value("Uploaded: loan.skops", timeout=60_000)
+    expect(manager).not_to_have_url(re.compile("owner="), timeout=30_000)
     # the uploader deletes it: its files leave the disk, the link opens nothing
     files = [_workspace_dir() / "files" / f"{_key_hash(token)}.{part}" for part in ("model", "data")]
     assert all(f.is_file() for f in files)
-    page.get_by_role("button", name="Delete the shared upload").click()
-    settle(page)
+    manager.get_by_role("button", name="Delete the shared upload").click()
+    settle(manager)
+    expect(manager.get_by_text("The shared upload is deleted from the server")).to_be_visible(timeout=30_000)
     assert not any(f.exists() for f in files)
     late = browser.new_context().new_page()
     late.goto(link)
