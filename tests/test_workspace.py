@@ -99,7 +99,7 @@ def test_tokens_are_never_stored_on_disk(store, root):
 
 def test_no_method_can_list_workspaces():
     public = {n for n in vars(WorkspaceStore) if not n.startswith("_")}
-    assert public == {"create", "open", "exists", "delete", "purge_expired", "total_bytes"}
+    assert public == {"create", "open", "exists", "is_owner", "delete", "purge_expired", "total_bytes"}
 
 
 def test_uploaded_names_never_become_paths(store, root):

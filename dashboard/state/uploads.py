@@ -1,5 +1,7 @@
 """The Model page's uploads: the files chosen in its uploaders (kept across pages, since
-Streamlit empties an uploader on a page switch), and loading them."""
+Streamlit empties an uploader on a page switch), loading them, and shared uploads: each loaded
+pair kept in the workspace store (:mod:`dashboard.workspace`) under the token a ``?ws=`` link
+carries, opened again from such a link, and deleted by its uploader."""
 from __future__ import annotations
 
 import streamlit as st
