@@ -23,7 +23,7 @@ from explainers import ExplainerError
 
 from .cache import result_cache
 from .context import ModelContext, error_message
-from .outputs import class_index
+from .outputs import class_index, output_index
 from .rows import background, sample_rows
 
 #: SHAP interaction values on the page: rows in the seeded sample by default (tree models)
@@ -199,11 +199,7 @@ def h_overall(ctx: ModelContext, n_rows: int = H_ROWS):
 
 def interaction_class(res, ctx: ModelContext) -> int | None:
     """The sidebar's class as an output index of a SHAP interaction result (None for one output)."""
-    if res.values.ndim == 3:
-        return None
-    k = res.values.shape[3]
-    ci = class_index(ctx)
-    return ci if ci < k else k - 1
+    return output_index(ctx, None if res.values.ndim == 3 else res.values.shape[3])
 
 
 def heatmap_features(ctx: ModelContext, measure: str, shap_res=None, n_rows: int = H_ROWS) -> tuple[list[str], object]:

@@ -43,10 +43,13 @@ def pdp_class(ctx: ModelContext) -> int | None:
     return None if output_choices(ctx) is None else class_index(ctx)
 
 
+def output_index(ctx: ModelContext, n_outputs: int | None) -> int | None:
+    """The sidebar's class as an index among a result's ``n_outputs`` outputs (None: one output)."""
+    if n_outputs is None:
+        return None
+    return min(class_index(ctx), n_outputs - 1)
+
+
 def shap_class(res, ctx: ModelContext) -> int | None:
     """The sidebar's class as an output index of a SHAP result (None for one output)."""
-    if res.values.ndim == 2:
-        return None
-    k = res.values.shape[2]
-    ci = class_index(ctx)
-    return ci if ci < k else k - 1
+    return output_index(ctx, None if res.values.ndim == 2 else res.values.shape[2])

@@ -223,6 +223,3 @@ def class_frame(q) -> pd.DataFrame:
     return q.per_class.rename(columns={"class": "class", "precision": "precision", "recall": "recall", "f1": "F1",
                                        "support": "rows of the class", "predicted": "rows predicted",
                                        "roc_auc": "ROC AUC", "average_precision": "average precision"})
-
-
-

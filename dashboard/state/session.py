@@ -181,10 +181,6 @@ def value(key: str, default=None):
     return st.session_state.get(_STORE + key, default)
 
 
-def has_value(key: str) -> bool:
-    return _STORE + key in st.session_state
-
-
 def set_value(key: str, v) -> None:
     """Set a control (from a callback, a navigation action or a URL): the store and the widget's
     key both, so the box shows the new value on the next draw."""
@@ -328,20 +324,3 @@ def active_model() -> str:
 
 def set_active_model(key: str) -> None:
     set_value(ACTIVE, key)
-
-
-# ------------------------------------------------------------- validation
-def valid_choice(key: str, options: list, default=None) -> None:
-    """Drop a stored value (e.g. from a URL) that is not among a widget's options."""
-    if has_value(key) and value(key) not in options:
-        if default is None:
-            forget(key)
-        else:
-            set_value(key, default)
-
-
-def valid_choices(key: str, options: list) -> None:
-    """Keep only the values of a multiselect that are among its options (e.g. after a model switch)."""
-    if has_value(key):
-        set_value(key, [v for v in value(key) if v in options])
-
