@@ -23,8 +23,10 @@ from sklearn.ensemble import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression
 from sklearn.neural_network import MLPRegressor
+from sklearn.pipeline import make_pipeline
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 import explainers.shap.interactions as inter_mod
@@ -431,3 +433,31 @@ def test_h_small_memory_budget_same_values(monkeypatch):
         small = h_statistic(m, X, sample=60)
         np.testing.assert_allclose(small.h2, r.h2, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(small.overall_h2, r.overall_h2, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("pairs", [None, [("a", "c")]])
+def test_brute_force_predictions_counts_what_h_predicts(pairs):
+    """The count a cost estimate rests on equals the rows h_statistic actually sends to
+    the model by brute force: columns with few values (a flag, a category, a repeated
+    number, a NaN) cost fewer copies than rows."""
+    from explainers.effects.hstat import brute_force_predictions
+
+    rng = np.random.default_rng(0)
+    n = 60
+    X = pd.DataFrame({"a": rng.integers(0, 3, n).astype(float), "b": rng.normal(size=n),
+                      "c": rng.choice([0.5, 1.5, np.nan], n), "d": rng.integers(0, 2, n).astype(float)})
+    y = X.a * X.b + X.d
+
+    fitted = make_pipeline(SimpleImputer(), LinearRegression()).fit(X, y)
+    asked = []
+    own_predict = fitted.predict
+    fitted.predict = lambda rows: asked.append(len(rows)) or own_predict(rows)
+    feats = ["a", "b", "c", "d"] if pairs is None else ["a", "b", "c"]
+    h_statistic(fitted, X, pairs=pairs, features=feats, sample=None, method="brute")
+    assert sum(asked) > 0
+    assert brute_force_predictions(X, feats, pairs) == sum(asked)
+    # against the definition, too
+    pair_list = [(p, q) for i, p in enumerate(feats) for q in feats[i + 1:]] if pairs is None else pairs
+    expected = n * (1 + sum(X[c].nunique(dropna=False) for c in feats)
+                    + sum(len(X[[p, q]].drop_duplicates()) for p, q in pair_list))
+    assert sum(asked) == expected

@@ -44,11 +44,12 @@ DEFAULT_DISK_BYTES = 1_000_000_000
 
 #: kinds (first element of a key) whose values are plain results, safe to write to disk.
 #: Not "context" (holds the live model), "shap_rows" (a _RowStore with a lock) or
-#: "precomputed" (a batch folder read, keyed by its path: the folder is the cache).
+#: "precomputed" (a batch folder read, keyed by its path: the folder is the cache), nor the
+#: model's measured speed ("predict_cost", "shap_cost"): a measure of this machine now.
 PERSISTED_KINDS = frozenset({
     "pdp", "ale", "pdp_segment", "shap_row", "whatif", "verdict", "quality_pred", "quality",
     "quality_segment", "row_table", "row_errors", "importance", "importance_segment",
-    "shap_segment", "segment_mask", "category_order", "predict_cost", "shap_cost", "report",
+    "shap_segment", "segment_mask", "category_order", "report",
     "propose_segments",
 })
 #: and every kind starting with one of these (the interactions: "interactions_h", ...)

@@ -99,12 +99,12 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int) -> tuple[floa
     """(estimated seconds, rows that fit in about 10 s) of the page's computation.
 
     Exact SHAP interactions predict every coalition of every row over the background
-    (when the SHAP measure is shown); Friedman's H (always computed for the table) costs
-    about (pairs + features) x rows² predictions by brute force, next to nothing by the
-    tree walk; Tree SHAP interactions next to nothing too.
+    (when the SHAP measure is shown); Friedman's H (always computed for the table) by
+    brute force predicts each row once per distinct value of each feature and per
+    distinct value pair of each pair (counted on the sample itself, so a column of few
+    values costs what it costs), next to nothing by the tree walk; Tree SHAP
+    interactions next to nothing too.
     """
-    from math import comb, sqrt
-
     from .costs import SLOW_VIEW_S, predict_seconds_per_row
 
     method, _ = interaction_method(ctx)
@@ -115,17 +115,39 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int) -> tuple[floa
     per_pred = predict_seconds_per_row(ctx)
     if per_pred <= 0:
         return 0.0, int(n_rows)
-    n_f = min(ctx.X.shape[1], MAX_FEATURES)
-    per_sq = (comb(n_f, 2) + n_f) * per_pred if brute_h else 0.0  # seconds per (H rows)²
     per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * per_pred if exact else 0.0
-    n_h, n_s = h_rows_used(ctx, n_rows), shap_rows_used(ctx, method, n_rows) if exact else 0
-    cost = per_sq * n_h * n_h + per_row * n_s
-    # the most rows whose cost fits: per_sq n² + per_row n = budget (n below H_ROWS: both grow)
-    if per_sq > 0:
-        fits = int((-per_row + sqrt(per_row * per_row + 4 * per_sq * SLOW_VIEW_S)) / (2 * per_sq))
-    else:
-        fits = int(SLOW_VIEW_S / per_row)
-    return cost, max(20, fits)
+    h_overall_too = len(ctx.X.columns) > MAX_FEATURES and (measure != SHAP_MEASURE or method is None)
+
+    def cost(n: int) -> float:
+        h = h_predictions(ctx, h_rows_used(ctx, n), h_overall_too) * per_pred if brute_h else 0.0
+        return h + per_row * (shap_rows_used(ctx, method, n) if exact else 0)
+
+    # the most rows whose cost fits the budget (the cost grows with the rows: nested samples)
+    lo, hi = 2, max(2, min(int(n_rows), len(ctx.X)))
+    if cost(hi) <= SLOW_VIEW_S:
+        lo = hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if cost(mid) <= SLOW_VIEW_S else (lo, mid - 1)
+    return cost(int(n_rows)), max(20, lo)
+
+
+def h_predictions(ctx: ModelContext, n: int, overall_too: bool) -> int:
+    """Model predictions brute-force H makes on the page's sample of ``n`` rows: the pairs of
+    the heatmap's features (for a wide model, the :data:`MAX_FEATURES` with the most distinct
+    values: an upper bound), and, when the features are ranked by it, every feature's overall H."""
+    from explainers.effects.hstat import brute_force_predictions
+
+    rows = sample_rows(ctx, n)
+    cols = [str(c) for c in rows.columns]
+    if len(cols) <= MAX_FEATURES:
+        return brute_force_predictions(rows, cols)
+    distinct = rows.nunique(dropna=False).to_numpy()
+    widest = [cols[i] for i in np.argsort(-distinct, kind="stable")[:MAX_FEATURES]]
+    count = brute_force_predictions(rows, widest)
+    if overall_too:
+        count += brute_force_predictions(rows, cols, pairs=[(cols[0], cols[1])])
+    return count
 
 
 def h_rows_used(ctx: ModelContext, n_rows: int) -> int:

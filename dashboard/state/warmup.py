@@ -21,7 +21,16 @@ def warm_kernels_in_background() -> None:
         if _WARM["started"]:
             return
         _WARM["started"] = True
-    threading.Thread(target=_warm_kernels, name="glassbox-warm-kernels", daemon=True).start()
+        _WARM["thread"] = threading.Thread(target=_warm_kernels, name="glassbox-warm-kernels", daemon=True)
+    _WARM["thread"].start()
+
+
+def wait_for_warmup(timeout: float = 30.0) -> None:
+    """Wait (at most ``timeout`` seconds) for the background compilation to finish: a
+    model's speed measured while it runs would be the two sharing the cores."""
+    thread = _WARM.get("thread")
+    if thread is not None and thread.is_alive():
+        thread.join(timeout)
 
 
 def _warm_kernels() -> None:

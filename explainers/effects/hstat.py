@@ -347,6 +347,31 @@ def _value_classes(ev, frame: pd.DataFrame, j: int):
     return grid, codes.astype(np.int64), np.bincount(codes, minlength=len(grid))
 
 
+def brute_force_predictions(X: pd.DataFrame, features, pairs=None) -> int:
+    """How many model predictions :func:`h_statistic` makes by brute force on ``X``
+    (already sampled): one per row, then one per row and distinct value of each
+    feature, and one per row and distinct value pair of each pair. What a cost
+    estimate multiplies by the model's seconds per prediction.
+
+    ``features`` are column names; ``pairs`` None means every pair of them (as in
+    :func:`h_statistic`).
+    """
+    frame = X.reset_index(drop=True)
+    cols = [str(c) for c in frame.columns]
+    feats = [_feature_index(cols, f, "features") for f in features]
+    pair_idx = _check_pairs(cols, pairs, feats)
+    n = len(frame)
+    codes = {}
+    for j in dict.fromkeys(feats + [c for pr in pair_idx for c in pr]):
+        grid, inv, _ = _value_classes(None, frame, j)
+        codes[j] = (inv, len(grid))
+    total = n + sum(n * g for _, g in codes.values())
+    for j, k in pair_idx:
+        (inv_j, _), (inv_k, g_k) = codes[j], codes[k]
+        total += n * len(np.unique(inv_j * g_k + inv_k))
+    return int(total)
+
+
 def _ratio(num: float, den: float, scale: float) -> float:
     """num / den, or 0 where den is round-off next to ``scale`` (a constant effect)."""
     if den <= 1e-20 * scale or den <= 0.0:

@@ -4,7 +4,7 @@ probe; here the probe is replaced by a slow figure so that a fast demo model loo
 import pytest
 
 from dashboard.state import costs
-from tests.views._app import open_page
+from tests.views._app import load_demo, open_page
 
 
 @pytest.fixture
@@ -53,16 +53,41 @@ def test_shap_global_view_estimates_and_offers_fewer_rows(slow):
     assert at.number_input(key="shap_n").value == 200 and not at.exception
 
 
+def _h_predictions(rows) -> int:
+    """Brute-force H's predictions on ``rows``, from the definition: one per row, one per row
+    and distinct value of each feature, one per row and distinct value pair of each pair."""
+    n, cols = len(rows), list(rows.columns)
+    pairs = [(a, b) for i, a in enumerate(cols) for b in cols[i + 1:]]
+    return n * (1 + sum(rows[c].nunique(dropna=False) for c in cols)
+                + sum(len(rows[[a, b]].drop_duplicates()) for a, b in pairs))
+
+
 def test_interactions_page_waits_for_a_slow_model(monkeypatch):
     """Exact SHAP interactions of a 10-feature model: every coalition (1,024) of every row over
     30 background rows, 0.31 s a row at 10 µs a prediction (130 rows: the exact game's budget);
-    and the brute-force H of its 45 pairs and 10 features: 55 x 200² predictions."""
+    and the brute-force H of its 45 pairs and 10 features on 200 rows, counted on the sample's
+    distinct values (sex has two: its ICE and pairs cost far less than 200 copies)."""
+    from dashboard.state.rows import sample_rows
+
     monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 1e-5)
     at = open_page("views/interactions.py", demo="diabetes_linear")
-    assert any("takes about **62 s**" in w for w in _warnings(at)), _warnings(at)  # 40 s + 22 s
+    model, data, _ = load_demo("diabetes_linear")
+
+    class Ctx:  # what sample_rows reads
+        X = data.X
+
+    exact_s = 130 * 1024 * 30 * 1e-5
+
+    def cost(n):
+        return _h_predictions(sample_rows(Ctx, n)) * 1e-5 + min(n, 130) * 1024 * 30 * 1e-5
+
+    expected = cost(200)
+    assert expected == pytest.approx(exact_s + 17.192, abs=1e-9)  # fewer than 55 x 200² = 22 s of H
+    assert any(f"takes about **{round(expected)} s**" in w for w in _warnings(at)), _warnings(at)
     assert not at.get("plotly_chart")
+    fits = max(n for n in range(2, 201) if cost(n) <= 10.0)
     fewer = [b for b in at.button if b.label.startswith("Use ")]
-    assert fewer and fewer[0].label == "Use 30 rows"  # 5.5e-4 n² + 0.307 n = 10 s
+    assert fewer and fewer[0].label == f"Use {max(20, fits)} rows"
     fewer[0].click().run()
-    assert at.number_input(key="ia_rows").value == 30
+    assert at.number_input(key="ia_rows").value == max(20, fits)
     assert at.get("plotly_chart") and not at.exception
