@@ -8,8 +8,10 @@
     show(other_model, X_test, y_test)       # same server, one more model in the picker
     dash.stop()                             # the server ends, its folder is removed
 
-The model is saved with ``skops.io.dump`` (never pickle) and checked with the
-dashboard's own loader, the data as Parquet (``y`` as one more column), in a private
+The model is saved with ``skops.io.dump`` (never pickle), an XGBoost, LightGBM or
+CatBoost model in its library's own file (a Pipeline ending in one: its preprocessing
+with skops, its last step in the library's file), and checked with the dashboard's own
+loader, the data as Parquet (``y`` as one more column), in a private
 temporary folder (mode 0700) with a manifest that lists them. The first call starts
 ``glassbox serve --manifest ...`` in a subprocess on a free loopback port and waits for
 its health check; later calls in the same Python process rewrite the manifest, which the
@@ -213,23 +215,71 @@ def _frame(model, X, y):
     return frame, target
 
 
-def _save(model, frame, target, folder: Path, index: int) -> tuple[Path, Path]:
-    """Save the model (skops) and data (Parquet); check both with the dashboard's own loaders."""
+def _skops_dump(model, path: Path) -> None:
     import skops.io as sio
 
-    from explainers import ExplainerError, load_data, load_model
-
-    model_path, data_path = folder / f"model-{index}.skops", folder / f"data-{index}.parquet"
     try:
-        try:
-            sio.dump(model, model_path)
-        except Exception as exc:  # noqa: BLE001 - whatever skops cannot save
+        sio.dump(model, path)
+    except Exception as exc:  # noqa: BLE001 - whatever skops cannot save
+        raise ShowError(
+            f"skops cannot save this model ({type(exc).__name__}: {exc}). show() saves models only "
+            "with skops (or an XGBoost, LightGBM or CatBoost model in its library's own file), never "
+            "with pickle: use a model skops can save (scikit-learn estimators and pipelines of them).") from None
+
+
+def _save_model(model, folder: Path, index: int) -> tuple[Path, dict | None, list[Path]]:
+    """Save the model: skops, or for an XGBoost / LightGBM / CatBoost object its library's own
+    file (a Pipeline ending in one: the preprocessing with skops, the last step in its library's
+    file). Returns (the entry's model path, its ``parts`` or None, every file written)."""
+    from explainers.trees.library import has_library_model, is_library_model, save_native
+
+    if not has_library_model(model):
+        path = folder / f"model-{index}.skops"
+        written = [path]
+        _skops_dump(model, path)
+        return path, None, written
+    steps = getattr(model, "steps", None)
+    try:
+        if is_library_model(model):
+            final, settings = save_native(model, folder / f"model-{index}")
+            return Path(final), {"settings": settings}, [Path(final)]
+        if not isinstance(steps, list) or not is_library_model(steps[-1][1]) or len(steps) < 2:
             raise ShowError(
-                f"skops cannot save this model ({type(exc).__name__}: {exc}). show() saves models only "
-                "with skops, never with pickle: use a model skops can save (scikit-learn estimators "
-                "and pipelines of them).") from None
+                f"show() saves an XGBoost, LightGBM or CatBoost model alone or as the last step of a "
+                f"Pipeline; this {type(model).__name__} holds one elsewhere (inside a "
+                "TransformedTargetRegressor or a nested step). Pass the library model, or a Pipeline "
+                "that ends in it.")
+        from sklearn.pipeline import Pipeline
+
+        prep_path = folder / f"model-{index}.skops"
+        final, settings = save_native(steps[-1][1], folder / f"final-{index}")
+        written = [prep_path, Path(final)]
+        _skops_dump(Pipeline(list(steps[:-1]), memory=model.memory, verbose=model.verbose), prep_path)
+        return prep_path, {"final": str(final), "step": str(steps[-1][0]), "settings": settings}, written
+    except ShowError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the library could not save its model
+        raise ShowError(f"The {type(model).__name__} could not be saved in its library's own format "
+                        f"({type(exc).__name__}: {exc}).") from None
+
+
+def _save(model, frame, target, folder: Path, index: int) -> tuple[Path, Path, dict | None]:
+    """Save the model (skops, or a boosting library's own file) and data (Parquet); check both
+    with the dashboard's own loaders. Returns (model path, data path, the entry's parts)."""
+    from explainers import ExplainerError, load_data, load_model
+    from explainers.io.models import load_model_parts
+
+    data_path = folder / f"data-{index}.parquet"
+    written = []
+    try:
+        model_path, parts, written = _save_model(model, folder, index)
         try:
-            loaded = load_model(model_path)
+            if parts is None:
+                loaded = load_model(model_path)
+            else:
+                final = parts.get("final")
+                loaded = load_model_parts(model_path if final else None, final or model_path,
+                                          parts.get("settings"), parts.get("step") or "model")
         except ExplainerError as exc:
             raise ShowError(f"The dashboard would refuse this model: {exc}") from None
         try:
@@ -242,10 +292,10 @@ def _save(model, frame, target, folder: Path, index: int) -> tuple[Path, Path]:
         except ExplainerError as exc:
             raise ShowError(f"The dashboard would refuse this data: {exc}") from None
     except ShowError:
-        model_path.unlink(missing_ok=True)
-        data_path.unlink(missing_ok=True)
+        for path in written + [data_path]:
+            path.unlink(missing_ok=True)
         raise
-    return model_path, data_path
+    return model_path, data_path, parts
 
 
 def _server() -> _Server:
@@ -269,8 +319,9 @@ def show(model, X, y=None, name: str | None = None, port: int | None = None, *,
     Parameters
     ----------
     model : fitted estimator
-        Saved with ``skops.io.dump`` (never pickled) and loaded back with the dashboard's
-        own safe loader: a model skops cannot save, or that the loader would refuse
+        Saved with ``skops.io.dump`` (never pickled), or, for an XGBoost, LightGBM or
+        CatBoost model (alone or ending a Pipeline), in its library's own file, and loaded
+        back with the dashboard's own safe loader: a model skops cannot save, or that the loader would refuse
         (types outside its reviewed list, malformed trees), raises :class:`ShowError`.
     X : DataFrame or 2-D array
         The rows to explain, with the model's columns.
@@ -309,7 +360,7 @@ def show(model, X, y=None, name: str | None = None, port: int | None = None, *,
         if label in names:
             label = served.unique_key(label, names)
         try:
-            model_path, data_path = _save(model, frame, target, server.folder, index)
+            model_path, data_path, parts = _save(model, frame, target, server.folder, index)
         except ShowError:
             if not server.entries:  # nothing shown yet: leave no folder behind
                 stop_all()
@@ -319,7 +370,7 @@ def show(model, X, y=None, name: str | None = None, port: int | None = None, *,
         key = served.unique_key(served.slug(label), [e.key for e in server.entries] + list(DEMO_NAMES))
         entry = served.ServedModel(key=key, name=label, model=str(model_path), data=str(data_path), target=target,
                                    description=f"{type(model).__name__}, shown from Python with show() "
-                                               f"({len(frame):,} rows).")
+                                               f"({len(frame):,} rows).", parts=parts)
         server.entries.append(entry)
         served.write_manifest(str(server.manifest), server.entries)
         if not server.running:

@@ -10,7 +10,12 @@ Two sources, both set by whoever starts the server (never by a browser user):
 
 Each entry: ``{"model": path, "data": path, "target": column or null, "name": label,
 "key": id}`` (``key`` optional: the ``?model=`` value of the URL, made from the name when
-absent). The files are read on the server from these paths by the same safe loaders as
+absent). An XGBoost / LightGBM / CatBoost model shown from a notebook also has
+``"parts": {"final": path, "step": name, "settings": {...}}``: ``model`` is then the
+skops file of the pipeline's preprocessing and ``final`` the library's own file of its
+last step (without ``final``, ``model`` is the library file itself); ``settings`` what
+the library file does not hold (XGBoost's ``missing``, the wrapper's classes), read by
+``explainers.io.models.load_model_parts``. The files are read on the server from these paths by the same safe loaders as
 uploads (``explainers.load_model`` / ``load_data``); a pickle is loaded only when the
 server itself trusts pickles (``--trust-pickles``), whatever the entry says.
 
@@ -22,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 SERVE_ENV = "GLASSBOX_SERVE_MODELS"
 MANIFEST_ENV = "GLASSBOX_SERVE_MANIFEST"
@@ -44,10 +49,14 @@ class ServedModel:
     data: str
     target: str | None = None
     description: str | None = None
+    parts: dict | None = field(default=None, hash=False)
 
     def to_json(self) -> dict:
-        return {"key": self.key, "name": self.name, "model": self.model, "data": self.data,
-                "target": self.target, "description": self.description}
+        out = {"key": self.key, "name": self.name, "model": self.model, "data": self.data,
+               "target": self.target, "description": self.description}
+        if self.parts is not None:
+            out["parts"] = self.parts
+        return out
 
 
 def slug(name: str) -> str:
@@ -81,8 +90,22 @@ def parse_entries(raw, where: str, reserved=()) -> list[ServedModel]:
         taken.add(key)
         out.append(ServedModel(key=key, name=name, model=e["model"], data=e["data"],
                                target=None if target in (None, "") else str(target),
-                               description=None if e.get("description") is None else str(e["description"])))
+                               description=None if e.get("description") is None else str(e["description"]),
+                               parts=_parts(e.get("parts"), i, where)))
     return out
+
+
+def _parts(parts, i: int, where: str) -> dict | None:
+    """An entry's ``parts`` (see the module docstring), checked for shape; the loader checks values."""
+    if parts is None:
+        return None
+    ok = (isinstance(parts, dict) and set(parts) <= {"final", "step", "settings"}
+          and isinstance(parts.get("final", ""), str) and isinstance(parts.get("step", ""), str)
+          and isinstance(parts.get("settings", {}), dict))
+    if not ok:
+        raise ServeConfigError(f"Entry {i} of {where}: \"parts\" must be an object with \"final\" (a path), "
+                               "\"step\" (a name) and \"settings\" (an object).")
+    return parts
 
 
 def _decode(text: str, where: str):

@@ -172,6 +172,42 @@ def _offered(model, task: str) -> str:
     return ", ".join(parts)
 
 
+def _dense(X, absent: float = 0.0) -> np.ndarray:
+    """X as a numpy array: a scipy sparse matrix densified (its absent entries ``absent``:
+    0 as scikit-learn and LightGBM read them, NaN for XGBoost, which reads them as
+    missing values), within the data limits; an XGBoost DMatrix or LightGBM Dataset
+    refused by name, since its values cannot be read back."""
+    kind = type(X).__name__
+    if type(X).__module__.split(".")[0] in ("xgboost", "lightgbm", "catboost"):
+        raise InvalidDataError(
+            f"X is a {type(X).__module__.split('.')[0]} {kind}, whose values cannot be read back; pass "
+            "the DataFrame or array it was built from.")
+    if hasattr(X, "tocsr") and hasattr(X, "toarray") and hasattr(X, "shape"):  # scipy.sparse
+        from . import limits
+
+        rows, cols = (int(d) for d in X.shape)
+        if rows * cols * 8 > limits.limit("data_bytes"):
+            raise InvalidDataError(
+                f"X is a sparse {kind} of {rows:,} x {cols:,}; as the dense table explanations work on "
+                f"it would need {limits.fmt('data_bytes', rows * cols * 8)}, {limits.over('data_bytes')}. "
+                "Pass fewer rows.")
+        if absent == 0.0:
+            return np.asarray(X.toarray(), dtype=np.float64)
+        coo = X.tocoo()
+        out = np.full((rows, cols), absent, dtype=np.float64)
+        out[coo.row, coo.col] = coo.data
+        return out
+    return np.asarray(X)
+
+
+def _native_form(model):
+    """An XGBoost / LightGBM / CatBoost object (or a pipeline ending in one) as the
+    NativeTreeModel read from its own serialisation (:mod:`explainers.trees.library`)."""
+    from .trees.library import native_form
+
+    return native_form(model)
+
+
 def _check_fitted(model) -> None:
     refusal = _unsupervised_refusal(model)
     if refusal:
@@ -326,6 +362,7 @@ class ModelAdapter:
             if target_names is None:
                 target_names = model.target_names
             model = model.model
+        model = _native_form(model)
         _check_fitted(model)
         if output not in _OUTPUTS:
             raise param_error("output", "ModelAdapter", f"one of {list(_OUTPUTS)}", output)
@@ -529,7 +566,7 @@ class ModelAdapter:
                 "The data repeats column labels the model reads "
                 f"({', '.join(sorted({c for c in cols if cols.count(c) > 1})[:10])}); give each column one name."
             )
-        arr = np.asarray(X)
+        arr = _dense(X, np.nan if getattr(self.model, "library", None) == "xgboost" else 0.0)
         if arr.ndim == 1:
             arr = arr.reshape(1, -1)
         if arr.ndim != 2:

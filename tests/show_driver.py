@@ -1,6 +1,6 @@
 """A Python session that uses ``show()``, driven line by line by a test (run as a subprocess).
 
-Commands on stdin: ``show NAME KIND`` (KIND: forest | linear | classifier) prints one JSON
+Commands on stdin: ``show NAME KIND`` (KIND: forest | linear | classifier | xgboost) prints one JSON
 line about the new handle; ``stop`` stops the server; ``exit`` leaves without stopping
 (atexit cleans up); ``sleep`` blocks (the test kills the process).
 """
@@ -30,6 +30,10 @@ def model(kind, X, y):
         return RandomForestRegressor(20, max_depth=5, random_state=0).fit(X, y)
     if kind == "linear":
         return LinearRegression().fit(X, y)
+    if kind == "xgboost":
+        import xgboost as xgb
+
+        return xgb.XGBRegressor(n_estimators=10, max_depth=3).fit(X, y)
     return RandomForestClassifier(20, max_depth=4, random_state=0).fit(X, y > y.median())
 
 

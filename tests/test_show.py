@@ -98,6 +98,21 @@ def test_show_serves_adds_and_stops(session):
         s.bind(("127.0.0.1", first["port"]))
 
 
+def test_show_serves_an_xgboost_object_from_its_own_file(session):
+    """An XGBRegressor from the notebook: saved as XGBoost's own JSON (never pickled, not skops,
+    which cannot hold it), served, and its page answers."""
+    info = session.send("show Booster_from_Python xgboost")
+    folder = Path(info["folder"])
+    assert sorted(p.name for p in folder.iterdir() if p.name != "server.log") == [
+        "data-1.parquet", "manifest.json", "model-1.json"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest[0]["parts"] == {"settings": {}} and manifest[0]["model"].endswith("model-1.json")
+    assert json.loads((folder / "model-1.json").read_text())["learner"]["gradient_booster"]
+    assert _get(info["url"])[0] == 200
+    session.send("stop")
+    assert _gone(info)
+
+
 def test_interpreter_exit_ends_server_and_removes_folder(session):
     info = session.send("show m forest")
     session.send("exit")

@@ -9,6 +9,7 @@ at all, so every cached call takes the keys).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -264,6 +265,11 @@ def _file_fingerprint(path: str, size: int, mtime_ns: int) -> str:
 def served_context(entry: served_list.ServedModel) -> ModelContext:
     """Load a served model and its data from their paths, by the same safe loaders as uploads."""
     model_key = _file_key(entry.model, "model", entry.name)
+    if entry.parts is not None:  # a library model shown from a notebook: its files and settings
+        final = entry.parts.get("final")
+        extra = json.dumps([_file_key(final, "model", entry.name) if final else None,
+                            entry.parts.get("step"), entry.parts.get("settings")], sort_keys=True)
+        model_key = hashlib.sha256(f"{model_key}|{extra}".encode()).hexdigest()
     data_key = _file_key(entry.data, "data", entry.name)
     return result_cache().get_or_compute(
         ("context", model_key, data_key, entry.target, "served", entry.key, entry.name),
@@ -272,8 +278,15 @@ def served_context(entry: served_list.ServedModel) -> ModelContext:
 
 def _served_context(entry, model_key: str, data_key: str) -> ModelContext:
     model_name, data_name = Path(entry.model).name, Path(entry.data).name
-    # the path goes to the loader as the (unhashed) content: the file is read in place
-    model = load_model_cached(model_key, entry.model, model_name, pickles_trusted())
+    if entry.parts is not None:
+        from explainers.io.models import load_model_parts
+
+        final = entry.parts.get("final")
+        model = load_model_parts(entry.model if final else None, final or entry.model,
+                                 entry.parts.get("settings"), entry.parts.get("step") or "model")
+    else:
+        # the path goes to the loader as the (unhashed) content: the file is read in place
+        model = load_model_cached(model_key, entry.model, model_name, pickles_trusted())
     ds = load_data_cached(data_key, entry.data, data_name, entry.target, model_key, model)
     return _file_context(entry.key, entry.name, entry.description or f"Your model {model_name} with data {data_name}.",
                          model, ds, entry.target, model_key)

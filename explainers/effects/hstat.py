@@ -563,6 +563,8 @@ def _evaluator(adapter: ModelAdapter, work: pd.DataFrame, method: str):
         plan, reason = _tree_plan(adapter, work, None, [np.zeros(1)])
         if plan is not None and plan[0].has_rules:
             plan, reason = None, "the trees have categorical splits (their values are not ordered)"
+        elif plan is not None and plan[0].missing_value is not None and np.isnan(plan[0].prepare_inputs(work)).any():
+            plan, reason = None, f"the data holds the model's missing value ({plan[0].missing_value:g})"
     if plan is None:
         if method == "tree":
             raise InvalidParameterError(

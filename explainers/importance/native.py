@@ -54,12 +54,20 @@ def _library(model) -> str | None:
     return model.library if isinstance(model, NativeTreeModel) else None
 
 
+def _native(model):
+    """A library object (an XGBClassifier from a notebook...) as its NativeTreeModel."""
+    from ..trees.library import is_library_model, native_form
+
+    return native_form(model) if is_library_model(model) else model
+
+
 def library_importance_kinds(model) -> tuple[str, ...]:
     """The kinds of :func:`library_importance` that ``model`` offers, in :data:`LIBRARY_KINDS` order.
 
     Empty for a model not read from a boosting library's file; CatBoost files give
     no gain, and no cover when they hold no leaf weights.
     """
+    model = _native(model)
     if _library(model) is None:
         return ()
     have = getattr(model, "importances", None) or {}
@@ -120,6 +128,7 @@ def library_importance(model, kind: str = "gain", *,
     'XGBoost gain'
     """
     func = "library_importance"
+    model = _native(model)
     canonical = _ALIASES.get(kind) if isinstance(kind, str) else None
     if canonical is None:
         raise param_error("kind", func, 'one of "gain", "cover", "split count"', kind)

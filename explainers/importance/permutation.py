@@ -114,6 +114,7 @@ def permutation_importance(
     max_cells = check_int(max_cells, "max_cells", func, 1)
     progress = check_progress(progress, func)
     adapter = ModelAdapter(model)
+    model = adapter.model  # a library object (XGBoost...) in the form the adapter explains
     if adapter.task == "regression" and adapter.n_targets > 1:
         raise InvalidModelError(
             f"This {type(adapter.model).__name__} predicts {adapter.n_targets} targets at once; permutation "

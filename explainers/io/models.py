@@ -232,6 +232,43 @@ def _pickle_globals(data: bytes) -> list[str]:
     return found
 
 
+def _load_skops(data: bytes):
+    """The object in a .skops file, read with the reviewed allow-list (no code runs)."""
+    import skops.io as sio
+
+    check_skops_archive(data)
+    try:
+        untrusted = sio.get_untrusted_types(data=data)
+    except Exception as exc:
+        raise InvalidModelError(
+            f"The file is not a readable .skops model ({type(exc).__name__}: {exc}). "
+            "Save the model with skops.io.dump(model, 'model.skops')."
+        ) from None
+    try:
+        refused = _refused_skops_names(data, untrusted)
+    except Exception as exc:  # noqa: BLE001 - a schema skops read but we cannot
+        raise InvalidModelError(
+            f"The file is not a readable .skops model ({type(exc).__name__}: {exc}). "
+            "Save the model with skops.io.dump(model, 'model.skops')."
+        ) from None
+    if refused:
+        raise UnsafeModelError(
+            "The .skops file contains types or functions that are not on the reviewed allow-list: "
+            f"{', '.join(refused)}. Loading them could run code, so the file is refused. "
+            "Use a scikit-learn model built from standard estimators, or ask the "
+            "operator to review these types."
+        )
+    try:
+        model = sio.loads(data, trusted=list(untrusted))
+    except Exception as exc:
+        raise InvalidModelError(
+            f"Could not load the .skops model ({type(exc).__name__}: {exc}). It may have "
+            "been saved by an incompatible scikit-learn or skops version; save it again "
+            "with the versions in requirements.txt."
+        ) from None
+    return model
+
+
 def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None):
     """Load a fitted model from a file path or bytes, safely by default.
 
@@ -289,38 +326,7 @@ def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None
                 "library versions."
             ) from None
     else:
-        import skops.io as sio
-
-        check_skops_archive(data)
-        try:
-            untrusted = sio.get_untrusted_types(data=data)
-        except Exception as exc:
-            raise InvalidModelError(
-                f"The file is not a readable .skops model ({type(exc).__name__}: {exc}). "
-                "Save the model with skops.io.dump(model, 'model.skops')."
-            ) from None
-        try:
-            refused = _refused_skops_names(data, untrusted)
-        except Exception as exc:  # noqa: BLE001 - a schema skops read but we cannot
-            raise InvalidModelError(
-                f"The file is not a readable .skops model ({type(exc).__name__}: {exc}). "
-                "Save the model with skops.io.dump(model, 'model.skops')."
-            ) from None
-        if refused:
-            raise UnsafeModelError(
-                "The .skops file contains types or functions that are not on the reviewed allow-list: "
-                f"{', '.join(refused)}. Loading them could run code, so the file is refused. "
-                "Use a scikit-learn model built from standard estimators, or ask the "
-                "operator to review these types."
-            )
-        try:
-            model = sio.loads(data, trusted=list(untrusted))
-        except Exception as exc:
-            raise InvalidModelError(
-                f"Could not load the .skops model ({type(exc).__name__}: {exc}). It may have "
-                "been saved by an incompatible scikit-learn or skops version; save it again "
-                "with the versions in requirements.txt."
-            ) from None
+        model = _load_skops(data)
     if not hasattr(model, "predict"):
         raise InvalidModelError(
             f"The file holds a {type(model).__name__}, not a fitted model with a predict "
@@ -334,5 +340,41 @@ def load_model(path_or_bytes, trusted: bool = False, filename: str | None = None
     # check them before anything (ours or scikit-learn's predict) walks them
     from ..trees.validate import validate_model
 
+    validate_model(model, type(model).__name__)
+    return model
+
+
+def load_model_parts(preprocessing, final, settings: dict | None = None, step: str = "model"):
+    """A model saved in parts by ``show()``: a Pipeline ending in an XGBoost, LightGBM or
+    CatBoost model, whose preprocessing was saved with skops and whose final model in its
+    library's own file (neither is a pickle), plus the settings the library file does not
+    hold (:func:`explainers.trees.library.apply_settings`).
+
+    ``preprocessing`` is a .skops file of a Pipeline of fitted transformers, or None when
+    the model is the library model alone; ``final`` the library's file. Each part is read
+    by the same safe loader as an upload.
+    """
+    from sklearn.pipeline import Pipeline
+
+    from ..trees.library import apply_settings
+    from ..trees.native import NativeTreeModel
+
+    native = load_model(final)
+    if not isinstance(native, NativeTreeModel):
+        raise InvalidModelError("The final model of a model saved in parts must be an XGBoost, LightGBM or "
+                                f"CatBoost file; got a {type(native).__name__}.")
+    native = apply_settings(native, settings)
+    if preprocessing is None:
+        return native
+    data, _ = _read_input(preprocessing, None, "model")
+    prep = _load_skops(data)
+    if not isinstance(prep, Pipeline) or not prep.steps:
+        raise InvalidModelError("The preprocessing of a model saved in parts must be a Pipeline of fitted "
+                                f"transformers; got a {type(prep).__name__}.")
+    model = Pipeline(list(prep.steps) + [(str(step), native)], memory=prep.memory, verbose=prep.verbose)
+    from ..model import _check_fitted
+    from ..trees.validate import validate_model
+
+    _check_fitted(model)
     validate_model(model, type(model).__name__)
     return model

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..trees import TreeEnsemble, flatten_model, is_tree_model
+from ..trees.library import native_form
 from ..errors import InvalidDataError, InvalidModelError, param_error
 from ..model import ModelAdapter
 from . import _tree_kernels as K
@@ -178,11 +179,14 @@ class TreeShap:
         number = isinstance(max_table_mb, (int, float)) and not isinstance(max_table_mb, bool)
         if not number or not max_table_mb >= 0:
             raise param_error("max_table_mb", "TreeShap", "a number >= 0", max_table_mb)
-        est = model.model if isinstance(model, ModelAdapter) else model
+        # a ModelAdapter holds the native form already; a library object is read here
+        est = model.model if isinstance(model, ModelAdapter) else native_form(model)
+        model = model if isinstance(model, ModelAdapter) else est
         if not is_tree_model(est):
             raise InvalidModelError(
-                f"TreeShap explains scikit-learn tree models (DecisionTree, RandomForest, "
-                f"ExtraTrees, GradientBoosting, HistGradientBoosting); got {type(est).__name__}. "
+                f"TreeShap explains tree models (scikit-learn's DecisionTree, RandomForest, "
+                f"ExtraTrees, GradientBoosting, HistGradientBoosting; XGBoost, LightGBM and CatBoost "
+                f"models; pipelines that fold into their trees); got {type(est).__name__}. "
                 "Use ExactShap or KernelShap, or explain(method='auto')."
             )
         ens = flatten_model(est)

@@ -45,9 +45,28 @@ def _flatten_pipeline(model) -> TreeEnsemble:
     return flatten_pipeline(model)
 
 
+def _is_library_tree_model(model) -> bool:
+    """An XGBoost / LightGBM / CatBoost object, or a pipeline ending in one that folds."""
+    from .library import has_library_model, native_form
+
+    if not has_library_model(model):
+        return False
+    try:
+        native = native_form(model)
+    except Exception:  # noqa: BLE001 - not read (a gblinear booster...): not a tree model
+        return False
+    return any(accepts(native) for accepts, _ in READERS[:3])
+
+
+def _flatten_library(model) -> TreeEnsemble:
+    from .library import native_form
+
+    return flatten_model(native_form(model))
+
+
 #: (test, reader) pairs, tried in order: the first whose test accepts the model flattens it
 READERS = [(is_sklearn_tree_model, flatten_sklearn), (_is_native, _native_ensemble),
-           (_is_foldable_pipeline, _flatten_pipeline)]
+           (_is_foldable_pipeline, _flatten_pipeline), (_is_library_tree_model, _flatten_library)]
 
 
 def is_tree_model(model) -> bool:

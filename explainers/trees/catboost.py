@@ -576,6 +576,11 @@ def catboost_from_object(model, *, pool=None, name: str = "") -> NativeTreeModel
     name : str, default=""
         For messages.
     """
+    return catboost_from_json(model, catboost_json(model, pool), name=name)
+
+
+def catboost_json(model, pool=None) -> bytes:
+    """A fitted CatBoost model object's own JSON (saved in a temporary folder)."""
     try:
         fitted = bool(model.is_fitted())
     except Exception:  # noqa: BLE001 - not a CatBoost object
@@ -583,7 +588,11 @@ def catboost_from_object(model, *, pool=None, name: str = "") -> NativeTreeModel
     if not fitted:
         raise InvalidModelError(f"{type(model).__name__} is not a fitted CatBoost model.")
     with tempfile.TemporaryDirectory() as tmp:
-        text = _save_json(model, tmp, pool)
+        return _save_json(model, tmp, pool)
+
+
+def catboost_from_json(model, text: bytes, name: str = "") -> NativeTreeModel:
+    """:func:`read_catboost` of the object's JSON; a classifier keeps the object's ``classes_``."""
     native = read_catboost(text, name=name)
     classes = getattr(model, "classes_", None) if getattr(native, "classes_", None) is not None else None
     if classes is not None and len(classes) == len(native.classes_):

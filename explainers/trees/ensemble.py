@@ -127,6 +127,9 @@ class TreeEnsemble:
     categories : tuple
         Per input column: None for a numeric column, or the tuple of category
         values whose positions are the codes the trees compare.
+    missing_value : float or None
+        An input value read as missing (XGBoost's ``missing=``: every input equal
+        to it follows the default direction, as NaN does); None for NaN only.
     """
 
     feature: np.ndarray
@@ -148,6 +151,7 @@ class TreeEnsemble:
     cat_start: np.ndarray | None = None
     cat_bits: np.ndarray | None = None
     categories: tuple | None = None
+    missing_value: float | None = None
 
     def __post_init__(self):
         if self.cat_start is None:
@@ -218,7 +222,26 @@ class TreeEnsemble:
         if self.float32_inputs:
             with np.errstate(over="ignore"):
                 arr = arr.astype(np.float32).astype(np.float64)
-        return np.ascontiguousarray(arr)
+        return np.ascontiguousarray(self.as_missing(arr))
+
+    def as_missing(self, arr: np.ndarray) -> np.ndarray:
+        """``arr`` (inputs as the trees compare them) with the values equal to
+        :attr:`missing_value` set to NaN; ``arr`` itself when there is none."""
+        if self.missing_value is None:
+            return arr
+        mv = float(np.float32(self.missing_value)) if self.float32_inputs else float(self.missing_value)
+        hit = arr == mv
+        if not hit.any():
+            return arr
+        arr = np.array(arr, dtype=np.float64, copy=True)
+        arr[hit] = np.nan
+        return arr
+
+    def with_missing_value(self, missing: float | None) -> "TreeEnsemble":
+        """The same trees, reading inputs equal to ``missing`` as missing values."""
+        from dataclasses import replace
+
+        return replace(self, missing_value=None if missing is None or np.isnan(missing) else float(missing))
 
     def goes_left(self, x: np.ndarray, node: np.ndarray) -> np.ndarray:
         """Whether values ``x`` at nodes ``node`` (same shapes) go to the left child."""
@@ -342,19 +365,46 @@ def rule_record(flags: int, categories=()) -> np.ndarray:
     return np.concatenate([np.asarray([k, flags], np.int64), words.view(np.int64)])
 
 
+def codes_given(col, cats) -> bool:
+    """Whether a categorical column's values are the category codes themselves: a plain
+    numeric column (not a pandas category) for categories none of which is a number or
+    reads as one ("1"), as XGBoost and LightGBM read numbers in a categorical feature.
+    Otherwise the values are labels, looked up in the categories."""
+    import numbers
+
+    import pandas as pd
+
+    if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col.dtype):
+        return False
+    if pd.api.types.is_bool_dtype(col.dtype):
+        return False
+    def numeric(c) -> bool:
+        if isinstance(c, numbers.Number) and not isinstance(c, bool):
+            return True
+        try:
+            float(str(c))
+        except ValueError:
+            return False
+        return True
+
+    return not any(numeric(c) for c in cats)
+
+
 def encode_categories(X, categories) -> np.ndarray:
     """A data frame as float64 codes: categorical columns as positions in their categories.
 
     Empty cells become NaN, values not among the categories -1 (the trees then
     route them as the model does with an unknown category); a number matches a
-    category written as text ("1" for 1); other columns must be numeric.
+    category written as text ("1" for 1), except in a numeric column for categories
+    that are not numbers (:func:`codes_given`): its numbers are the codes, as the
+    libraries read them; other columns must be numeric.
     """
     import pandas as pd
 
     cols = []
     for j, cats in enumerate(categories):
         col = X.iloc[:, j]
-        if cats is None:
+        if cats is None or codes_given(col, cats):
             cols.append(pd.to_numeric(col, errors="raise").to_numpy(dtype=np.float64))
             continue
         lookup = {c: float(i) for i, c in enumerate(cats)}

@@ -101,6 +101,15 @@ class NativeTreeModel:
     def __sklearn_is_fitted__(self) -> bool:
         return True
 
+    def fit(self, *args, **kwargs):
+        """Not here: the trees were read from the library's own model; fit in the library.
+        (Present so that scikit-learn takes the model as a fitted estimator, e.g. as a
+        Pipeline's last step.)"""
+        from ..errors import InvalidModelError
+
+        raise InvalidModelError(f"This {self.library} model was read from its saved trees and cannot be "
+                                f"fitted here; fit the {self.library} model itself and explain that.")
+
     def __sklearn_tags__(self):
         """scikit-learn's tags (its is_classifier / is_regressor read them)."""
         from sklearn.utils import ClassifierTags, RegressorTags, Tags, TargetTags

@@ -163,7 +163,7 @@ def fitted_trees(model):
     steps = getattr(model, "steps", None)
     if steps:
         model = steps[-1][1]
-    for attr in ("estimators_", "_predictors", "tree_"):
+    for attr in ("estimators_", "_predictors", "tree_", "ensemble"):  # ensemble: a NativeTreeModel's
         if hasattr(model, attr):
             return getattr(model, attr)
     return None

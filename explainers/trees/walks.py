@@ -99,7 +99,7 @@ def grid_codes(ens, f: int, grid) -> np.ndarray:
     if ens.float32_inputs:
         with np.errstate(over="ignore"):
             g = g.astype(np.float32).astype(np.float64)
-    return g
+    return ens.as_missing(g)
 
 
 def grid_slices(ens, f: int, grid_cmp: np.ndarray):

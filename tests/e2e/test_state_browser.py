@@ -14,12 +14,14 @@ import hashlib
 import os
 import re
 import sqlite3
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import skops.io as sio
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import RandomForestClassifier
@@ -39,14 +41,26 @@ def _nav(page, title: str) -> None:
 
 
 def _figure(page, n: int = 0, timeout: float = 60_000) -> dict:
-    """The n-th Plotly figure on the page: its title, axis titles and traces' names and groups."""
+    """The n-th Plotly figure on the page: its title, axis titles and traces' names and groups.
+
+    Streamlit replaces a chart's element on a rerun, and the element is there before Plotly
+    has drawn into it: the locator is resolved again until an element with a layout answers."""
     plot = page.get_by_test_id("stPlotlyChart").nth(n).locator(".js-plotly-plot")
-    plot.wait_for(timeout=timeout)
-    return plot.evaluate("""e => ({
-        title: (e.layout.title && e.layout.title.text) || '',
-        x: (e.layout.xaxis && e.layout.xaxis.title && e.layout.xaxis.title.text) || '',
-        names: e.data.map(d => d.name || ''), groups: e.data.map(d => d.legendgroup || ''),
-        xs: (e._fullData || e.data).map(d => d.x ? Array.from(d.x) : [])})""")
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        plot.wait_for(timeout=timeout)
+        try:
+            got = plot.evaluate("""e => (e.layout && e.data) ? ({
+                title: (e.layout.title && e.layout.title.text) || '',
+                x: (e.layout.xaxis && e.layout.xaxis.title && e.layout.xaxis.title.text) || '',
+                names: e.data.map(d => d.name || ''), groups: e.data.map(d => d.legendgroup || ''),
+                xs: (e._fullData || e.data).map(d => d.x ? Array.from(d.x) : [])}) : null""", timeout=5_000)
+        except PlaywrightError:  # the element went away under the rerun
+            got = None
+        if got is not None:
+            return got
+        assert time.monotonic() < deadline, f"chart {n} was not drawn within {timeout / 1000:.0f} s"
+        page.wait_for_timeout(250)
 
 
 def _no_exception(page) -> None:

@@ -118,3 +118,67 @@ def test_a_served_pickle_needs_the_servers_trust(files, tmp_path, monkeypatch, d
     monkeypatch.setenv(state.TRUST_ENV, "1")  # what glassbox serve --trust-pickles gives the server
     at = open_page()
     assert not at.error and at.title[0].value == "Engine wear"
+
+
+# ------------------------------- library objects from a notebook (issue #27)
+def _library_models():
+    """(name, fitted object, X, y, the library's own raw margin of every row)."""
+    import catboost as cb
+    import lightgbm as lgb
+    import xgboost as xgb
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"speed": rng.normal(size=200), "load": rng.normal(size=200)})
+    X.loc[rng.random(200) < 0.2, "load"] = 0.0  # XGBoost's missing=0.0 below: these are missing
+    label = np.where(X.speed + (X.load == 0.0) > 0.4, "late", "on time")
+    xclf = xgb.XGBClassifier(n_estimators=10, max_depth=3, missing=0.0).fit(X, (label == "late").astype(int))
+    lclf = lgb.LGBMClassifier(n_estimators=10, num_leaves=6, verbose=-1).fit(X, label)
+    creg = cb.CatBoostRegressor(iterations=10, depth=3, verbose=0, allow_writing_files=False).fit(X, X.speed * 2)
+    Xk = X.assign(site=rng.choice(["north", "south"], 200))
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["site"]), remainder="passthrough"),
+                         lgb.LGBMClassifier(n_estimators=10, num_leaves=6, verbose=-1)).fit(Xk, label)
+    return [
+        ("XGB", xclf, X, pd.Series((label == "late").astype(int), name="late"), xclf.predict(X, output_margin=True)),
+        ("LGBM", lclf, X, pd.Series(label, name="status"), lclf.predict(X, raw_score=True)),
+        ("CatBoost", creg, X, pd.Series(X.speed * 2, name="y"), creg.predict(X)),
+        ("Pipeline", pipe, Xk, pd.Series(label, name="status"), pipe.predict(Xk, raw_score=True)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_show_saves_library_objects_in_their_own_format_and_explains_them(case, tmp_path, monkeypatch):
+    """show() on an XGBoost / LightGBM / CatBoost object (or a Pipeline ending in one) saves it in
+    the library's own file, never a pickle; the SHAP page then shows the library's own prediction
+    (XGBoost's missing=0.0 and LightGBM's text labels kept)."""
+    from dashboard import notebook
+
+    name, model, X, y, margin = _library_models()[case]
+    frame, target = notebook._frame(model, X, y)
+    model_path, data_path, parts = notebook._save(model, frame, target, tmp_path, 1)
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert not any(p.endswith((".pkl", ".joblib", ".pickle")) for p in written)
+    if name == "Pipeline":
+        assert written == ["data-1.parquet", "final-1.txt", "model-1.skops"] and parts["step"] == "lgbmclassifier"
+    else:
+        assert written == ["data-1.parquet", f"model-1.{'txt' if name == 'LGBM' else 'json'}"]
+    entry = served.ServedModel(key=name, name=name, model=str(model_path), data=str(data_path), target=target,
+                               parts=parts)
+    monkeypatch.setenv(served.SERVE_ENV, json.dumps([entry.to_json()]))
+    at = open_page()
+    assert at.title[0].value == name
+    if name in ("LGBM", "Pipeline"):
+        assert at.sidebar.selectbox(key=state.CLASS_INDEX).options == ["late", "on time"]
+        at.sidebar.selectbox(key=state.CLASS_INDEX).set_value("on time").run()
+    at.switch_page("views/shap.py").run()
+    assert not at.exception, at.exception
+    from tests.plotly_json import array, figures
+
+    for row in (0, int(np.flatnonzero(X.load.to_numpy() == 0.0)[0])):
+        at.number_input(key="shap_row").set_value(row).run()
+        assert not at.exception, at.exception
+        bar = figures(at)[0]["data"][0]
+        shown = float(array(bar["base"])[0]) + array(bar["x"]).astype(float).sum()
+        assert shown == pytest.approx(float(np.asarray(margin)[row]), abs=1e-5), (name, row)
