@@ -275,3 +275,60 @@ def test_unfitted_objects_are_refused_with_a_message():
     for model in (xgb.XGBRegressor(), lgb.LGBMClassifier(), cb.CatBoostRegressor()):
         with pytest.raises(ExplainerError, match="not (a )?fitted"):
             ModelAdapter(model)
+
+
+@pytest.mark.parametrize("library, task", [("xgboost", "binary"), ("xgboost", "multiclass"),
+                                           ("catboost", "regression"), ("catboost", "multiclass")])
+def test_shap_interactions_of_the_object_equal_the_library(library, task):
+    model, X = _fit(library, task)
+    rows = X.iloc[:15]
+    ours = np.asarray(TreeShap(model).interactions(rows).values, dtype=float)
+    if library == "xgboost":
+        lib = model.get_booster().predict(xgb.DMatrix(rows), pred_interactions=True)
+    else:
+        lib = np.asarray(model.get_feature_importance(cb.Pool(rows), type="ShapInteractionValues"))
+    lib = np.asarray(lib, dtype=float)
+    p = X.shape[1]
+    if lib.ndim == 4:  # (n, K, p + 1, p + 1)
+        lib = lib[:, :, :p, :p].transpose(0, 2, 3, 1)
+    else:
+        lib = lib[:, :p, :p]
+    if ours.ndim == 3 and lib.ndim == 4:
+        lib = lib[..., -1]
+    np.testing.assert_allclose(ours, lib, rtol=0, atol=_tolerance(model, rows) * 10)
+
+
+def test_data_check_says_numbers_are_read_as_category_codes(tmp_path):
+    from explainers import load_data
+
+    model, X = _fit("xgboost", "regression", categorical=True)
+    path, _ = save_native(model, tmp_path / "model")
+    loaded = load_model(path)
+    X.assign(k=X.k.cat.codes).to_csv(tmp_path / "codes.csv", index=False)
+    ds = load_data(tmp_path / "codes.csv", model=loaded)
+    assert any("Column 'k' holds numbers: they are read as the model's category codes (0 = 'red', "
+               "1 = 'green', 2 = 'blue'), as XGBoost reads" in n for n in ds.notices), ds.notices
+    X.assign(k=X.k.astype(str)).to_csv(tmp_path / "labels.csv", index=False)
+    labels = load_data(tmp_path / "labels.csv", model=loaded)
+    assert not any("category codes" in n for n in labels.notices)
+    np.testing.assert_allclose(loaded.predict(ds.X), loaded.predict(labels.X), rtol=0, atol=0)
+
+
+def test_trusted_pickle_of_a_wrapper_keeps_its_missing_value(tmp_path):
+    """The operator-trusted pickle path reads the wrapper as the in-memory path does."""
+    import joblib
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3))
+    X[rng.random(X.shape) < 0.3] = 1e-8
+    y = (X[:, 0] + 3.0 * (X[:, 2] == 1e-8) > 0.5).astype(int)
+    clf = xgb.XGBClassifier(missing=1e-8, n_estimators=20, max_depth=3).fit(X, y)
+    joblib.dump(clf, tmp_path / "clf.joblib")
+    loaded = load_model(tmp_path / "clf.joblib", trusted=True)
+    assert isinstance(loaded, NativeTreeModel) and loaded.ensemble.missing_value == 1e-8
+    np.testing.assert_allclose(loaded.predict_raw(X)[:, 0], clf.predict(X, output_margin=True), rtol=0, atol=1e-5)
+    pipe = make_pipeline(StandardScaler(), xgb.XGBRegressor(n_estimators=5)).fit(X, X[:, 0])
+    joblib.dump(pipe, tmp_path / "pipe.joblib")
+    folded = load_model(tmp_path / "pipe.joblib", trusted=True)
+    assert isinstance(folded.steps[-1][1], NativeTreeModel) and is_tree_model(folded)
+    np.testing.assert_allclose(folded.predict(X), pipe.predict(X), rtol=1e-6, atol=1e-6)

@@ -556,10 +556,29 @@ def load_data(
         frame = frame[list(names)]
     if model is not None:
         frame = _coerce_numeric(frame, categorical_features(model), notices)
+        _code_notices(frame, model, notices)
     if target is not None and y is not None and model is not None:
         _check_target(y, model)
     key = fingerprint(data + b"\x00target=" + str(target).encode())
     return Dataset(X=frame.reset_index(drop=True), y=None if y is None else y.reset_index(drop=True), notices=notices, fingerprint=key)
+
+
+def _code_notices(frame: pd.DataFrame, model, notices: list[str]) -> None:
+    """Say where a categorical column holds numbers that an XGBoost or LightGBM model reads as
+    its category codes (not as labels): the data check names the assumption."""
+    from ..trees.ensemble import codes_given
+    from ..trees.native import NativeTreeModel
+
+    if not isinstance(model, NativeTreeModel) or not model.ensemble.numeric_codes:
+        return
+    if frame.shape[1] != len(model.ensemble.categories):
+        return
+    label = {"xgboost": "XGBoost", "lightgbm": "LightGBM"}.get(model.library, model.library)
+    for j, cats in enumerate(model.ensemble.categories):
+        if cats and codes_given(frame.iloc[:, j], cats):
+            shown = ", ".join(f"{i} = {c!r}" for i, c in enumerate(cats[:3])) + (", …" if len(cats) > 3 else "")
+            notices.append(f"Column {str(frame.columns[j])!r} holds numbers: they are read as the model's category "
+                           f"codes ({shown}), as {label} reads numbers in a categorical feature.")
 
 
 def _empty_cells(s: pd.Series) -> np.ndarray:

@@ -206,18 +206,13 @@ def _load_native(data: bytes, library: str, name: str):
 
 
 def from_library_object(model):
-    """A pickled XGBoost / LightGBM / CatBoost model (wrapper or booster) as a NativeTreeModel,
-    or the model unchanged when it is none of those."""
-    module = type(model).__module__.split(".")[0]
-    if module == "xgboost":
-        from ..trees.xgboost import xgboost_from_object as convert
-    elif module == "lightgbm":
-        from ..trees.lightgbm import lightgbm_from_object as convert
-    elif module == "catboost":
-        from ..trees.catboost import catboost_from_object as convert
-    else:
-        return model
-    return convert(model)
+    """A pickled XGBoost / LightGBM / CatBoost model (wrapper or booster, alone or ending a
+    Pipeline) in the form Glassbox explains (:func:`explainers.trees.library.native_form`:
+    a NativeTreeModel, with the wrapper's ``missing`` and classes), or the model unchanged
+    when it holds none of those."""
+    from ..trees.library import native_form
+
+    return native_form(model)
 
 
 def _pickle_globals(data: bytes) -> list[str]:

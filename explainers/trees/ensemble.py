@@ -130,6 +130,10 @@ class TreeEnsemble:
     missing_value : float or None
         An input value read as missing (XGBoost's ``missing=``: every input equal
         to it follows the default direction, as NaN does); None for NaN only.
+    numeric_codes : bool
+        Whether numbers in a categorical column of a data frame are the category
+        codes themselves (XGBoost and LightGBM read them so; see
+        :func:`codes_given`) rather than labels to look up.
     """
 
     feature: np.ndarray
@@ -152,6 +156,7 @@ class TreeEnsemble:
     cat_bits: np.ndarray | None = None
     categories: tuple | None = None
     missing_value: float | None = None
+    numeric_codes: bool = False
 
     def __post_init__(self):
         if self.cat_start is None:
@@ -216,7 +221,7 @@ class TreeEnsemble:
         category codes first (:func:`encode_categories`).
         """
         if any(c is not None for c in self.categories) and hasattr(X, "iloc"):
-            arr = encode_categories(X, self.categories)
+            arr = encode_categories(X, self.categories, self.numeric_codes)
         else:
             arr = np.asarray(X, dtype=np.float64)
         if self.float32_inputs:
@@ -390,21 +395,22 @@ def codes_given(col, cats) -> bool:
     return not any(numeric(c) for c in cats)
 
 
-def encode_categories(X, categories) -> np.ndarray:
+def encode_categories(X, categories, numeric_codes: bool = False) -> np.ndarray:
     """A data frame as float64 codes: categorical columns as positions in their categories.
 
     Empty cells become NaN, values not among the categories -1 (the trees then
     route them as the model does with an unknown category); a number matches a
-    category written as text ("1" for 1), except in a numeric column for categories
-    that are not numbers (:func:`codes_given`): its numbers are the codes, as the
-    libraries read them; other columns must be numeric.
+    category written as text ("1" for 1), except, with ``numeric_codes`` (an XGBoost
+    or LightGBM model), in a numeric column for categories that are not numbers
+    (:func:`codes_given`): its numbers are the codes, as those libraries read them;
+    other columns must be numeric.
     """
     import pandas as pd
 
     cols = []
     for j, cats in enumerate(categories):
         col = X.iloc[:, j]
-        if cats is None or codes_given(col, cats):
+        if cats is None or numeric_codes and codes_given(col, cats):
             cols.append(pd.to_numeric(col, errors="raise").to_numpy(dtype=np.float64))
             continue
         lookup = {c: float(i) for i, c in enumerate(cats)}
@@ -420,7 +426,7 @@ def encode_categories(X, categories) -> np.ndarray:
 
 
 def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_features, model_name,
-             categories=None) -> TreeEnsemble:
+             categories=None, numeric_codes: bool = False) -> TreeEnsemble:
     """Join per-tree arrays into one :class:`TreeEnsemble`.
 
     ``parts`` holds one tuple per tree, as a reader produces it:
@@ -474,6 +480,7 @@ def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_fe
         cat_start=cat_start,
         cat_bits=cat_bits,
         categories=tuple(categories) if categories is not None else None,
+        numeric_codes=bool(numeric_codes),
     )
 
 

@@ -93,7 +93,7 @@ def grid_codes(ens, f: int, grid) -> np.ndarray:
 
         from .ensemble import encode_categories
 
-        g = encode_categories(pd.DataFrame({0: list(grid)}), (cats,))[:, 0]
+        g = encode_categories(pd.DataFrame({0: list(grid)}), (cats,), ens.numeric_codes)[:, 0]
     else:
         g = np.asarray(grid, dtype=np.float64)
     if ens.float32_inputs:

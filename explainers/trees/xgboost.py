@@ -794,7 +794,7 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
 
     label = f"XGBoost {bname} ({objective})"
     ens = assemble(parts, tree_output, base=base, scale=1.0, transform=transform, float32_inputs=True,
-                   n_features=n_features, model_name=label, categories=categories)
+                   n_features=n_features, model_name=label, categories=categories, numeric_codes=True)
     classes = None
     if task == "classification":  # XGBoost files keep no labels: classes are 0 .. k-1
         classes = np.arange(2 if transform == "sigmoid" else n_raw)
