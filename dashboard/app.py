@@ -23,6 +23,9 @@ st.set_page_config(page_title="Glassbox — explain your model", page_icon=":mat
 if problem := server.exposure_problem():
     st.error(problem, icon=":material/block:")
     st.stop()
+if problem := server.access_problem():  # a show() server: only its link (with the token) opens it
+    st.error(problem, icon=":material/lock:")
+    st.stop()
 
 from dashboard import messages, state, widgets  # noqa: E402
 from dashboard.safe_text import md  # noqa: E402
@@ -62,6 +65,7 @@ uploads.note_chosen_files()  # before the page: the uploaders' files survive a p
 uploads.open_shared_link()  # a ?ws= link: the workspace's model and data, once per session
 state.read_url(page.url_path, state.is_known_model)
 state.begin_run(page.url_path)
+server.keep_token_in_url()
 if st.session_state.get("_segments_url_read") is None:  # a shared link's segments, once per session
     st.session_state["_segments_url_read"] = state.segments_from_url() or ""
 
@@ -141,6 +145,8 @@ with st.container():
         st.error(md(problem), icon=":material/link_off:")
     if notice := uploads.take_share_notice():  # an upload not shared (and why), or a shared one deleted
         st.info(md(notice), icon=":material/share:")
+    if unread := state.take_url_problem():  # a hand-edited link's value that no control takes
+        st.info(md(unread), icon=":material/link:")
     st.caption(_model_line(ctx))
     if (waiting := uploads.waiting_upload()) is not None:
         st.warning(_waiting_line(waiting, on_model_page=page.title == "Model"), icon=":material/upload_file:")

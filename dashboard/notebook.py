@@ -27,6 +27,7 @@ import atexit
 import html
 import operator
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -40,6 +41,7 @@ import warnings
 from pathlib import Path
 
 from dashboard import served
+from dashboard.server import ACCESS_ENV
 
 __all__ = ["show", "Dashboard", "ShowError", "stop_all"]
 
@@ -67,6 +69,9 @@ class _Server:
         self.seconds_to_health: float | None = None
         self.started = False
         self.stopped = False
+        # the server opens only from a link carrying this (another local account can reach the
+        # loopback port, never this process's memory or its 0700 folder, where the token is not kept)
+        self.token = secrets.token_urlsafe(32)
 
     @property
     def base_url(self) -> str:
@@ -89,6 +94,7 @@ class _Server:
         for name in (served.SERVE_ENV, served.MANIFEST_ENV, "GLASSBOX_TRUST_PICKLES"):
             env.pop(name, None)  # this server serves only the manifest, and never trusts pickles
         env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+        env[ACCESS_ENV] = self.token  # in the environment, which only this account can read; never in argv
         cmd = [sys.executable, "-m", "dashboard.cli", "serve", "--manifest", str(self.manifest),
                "--host", "127.0.0.1", "--port", str(self.port), "--parent-pid", str(os.getpid())]
         t0 = time.perf_counter()
@@ -382,7 +388,7 @@ def show(model, X, y=None, name: str | None = None, port: int | None = None, *,
         elif port is not None and int(port) != server.port:
             warnings.warn(f"The dashboard already runs on port {server.port}; the model was added there "
                           f"(port={port} applies only when show() starts the server).", stacklevel=2)
-        url = f"{server.base_url}/?{urllib.parse.urlencode({'model': key})}"
+        url = f"{server.base_url}/?{urllib.parse.urlencode({'model': key, 'token': server.token})}"
         return Dashboard(url, key, label, server, height=height)
 
 

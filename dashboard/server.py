@@ -20,6 +20,8 @@ explicitly. Keep these values in step with ``.streamlit/config.toml`` and
 """
 from __future__ import annotations
 
+import os
+
 #: options Streamlit reads while it serves: re-applied at run time when left at Streamlit's default
 RUNTIME_SETTINGS = {
     "client.showErrorDetails": "none",  # no tracebacks or exception messages on the page
@@ -92,3 +94,50 @@ def exposure_problem() -> str | None:
     if not config.get_option("server.address") and _default("server.address"):
         return EXPOSED_MESSAGE
     return None
+
+
+# ------------------------------------------------------------ access token
+#: set by show() for the server it starts: the dashboard opens only from a link carrying it
+ACCESS_ENV = "GLASSBOX_ACCESS_TOKEN"
+TOKEN_PARAM = "token"
+_GRANTED = "_access_granted"
+ACCESS_MESSAGE = (
+    "This dashboard was started from a notebook with show() and opens only from the link show() "
+    "printed (it carries a token). Open that link, or print `dash.url` again in the notebook."
+)
+
+
+def access_token() -> str | None:
+    """The token this server requires (None: no token, as for ``glassbox serve``)."""
+    token = os.environ.get(ACCESS_ENV, "").strip()
+    return token or None
+
+
+def access_problem() -> str | None:
+    """:data:`ACCESS_MESSAGE` when this server requires a token and the session has not shown it.
+
+    A session that opened with the right ``?token=`` keeps access while it lasts; the token
+    is compared in constant time. Checked before anything of a model is read.
+    """
+    import hmac
+
+    import streamlit as st
+
+    token = access_token()
+    if token is None or st.session_state.get(_GRANTED):
+        return None
+    given = st.query_params.get(TOKEN_PARAM) or ""
+    if hmac.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8")):
+        st.session_state[_GRANTED] = True
+        return None
+    return ACCESS_MESSAGE
+
+
+def keep_token_in_url() -> None:
+    """Put the token back in the address bar after a page switch cleared it, so that a reload
+    (or a bookmark) opens again; only where a token is required and was shown."""
+    import streamlit as st
+
+    token = access_token()
+    if token is not None and st.session_state.get(_GRANTED) and st.query_params.get(TOKEN_PARAM) != token:
+        st.query_params[TOKEN_PARAM] = token

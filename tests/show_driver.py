@@ -1,7 +1,8 @@
 """A Python session that uses ``show()``, driven line by line by a test (run as a subprocess).
 
 Commands on stdin: ``show NAME KIND`` (KIND: forest | linear | classifier | xgboost) prints one JSON
-line about the new handle; ``stop`` stops the server; ``exit`` leaves without stopping
+line about the new handle (``seconds`` the call took, for printing only; ``server_starts`` how many
+servers this process has started so far); ``stop`` stops the server; ``exit`` leaves without stopping
 (atexit cleans up); ``sleep`` blocks (the test kills the process).
 """
 import json
@@ -38,8 +39,18 @@ def model(kind, X, y):
 
 
 def main() -> None:
-    from dashboard import show
+    from dashboard import notebook, show
 
+    # count the servers started (each start waits for a health check): a later show() reuses the
+    # running one, which tests assert by this count rather than by how long the call took
+    starts = []
+    real_start = notebook._Server.start
+
+    def counted_start(self, *a, **k):
+        starts.append(self.folder)
+        return real_start(self, *a, **k)
+
+    notebook._Server.start = counted_start
     X, y = data()
     handles = []
     for line in sys.stdin:
@@ -52,7 +63,8 @@ def main() -> None:
             handles.append(h)
             server = h._server
             print(json.dumps({"url": h.url, "key": h.key, "repr": repr(h), "html": h._repr_html_(),
-                              "seconds": time.perf_counter() - t0, "pid": server.proc.pid,
+                              "seconds": time.perf_counter() - t0, "server_starts": len(starts),
+                              "pid": server.proc.pid,
                               "folder": str(server.folder), "port": server.port}), flush=True)
         elif cmd == "stop":
             handles[-1].stop()

@@ -3,7 +3,6 @@ ones are refused), and the error tree finds a planted failure region in the orig
 import base64
 import json
 import re
-import time
 
 import numpy as np
 import pandas as pd
@@ -12,6 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from explainers import ExplainerError, InvalidDataError, InvalidFeatureError
+from explainers import segments
 from explainers.segments import (
     MAX_TOKEN_CHARS,
     Categories,
@@ -316,11 +316,31 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("token", list(HOSTILE.values()), ids=list(HOSTILE))
-def test_hostile_tokens_raise_explainer_error_quickly(token):
-    start = time.perf_counter()
+def test_hostile_tokens_raise_explainer_error_cheaply(token, monkeypatch):
+    """Refused with bounded work: the JSON parser sees at most MAX_TOKEN_CHARS of text, never
+    nested deeper than a segment is (so it cannot recurse), and at most MAX_CONDITIONS
+    conditions are read."""
+    parsed, conditions = [], []
+    real_loads, real_condition = json.loads, segments._condition_from_json
+
+    def loads_spy(text, *a, **k):
+        parsed.append(text)
+        return real_loads(text, *a, **k)
+
+    def condition_spy(obj, i):
+        conditions.append(i)
+        return real_condition(obj, i)
+
+    monkeypatch.setattr(segments.json, "loads", loads_spy)
+    monkeypatch.setattr(segments, "_condition_from_json", condition_spy)
     with pytest.raises(ExplainerError, match="The segment in the link cannot be read"):
         Segment.from_token(token)
-    assert time.perf_counter() - start < 0.5
+    monkeypatch.undo()
+    assert len(parsed) <= 1
+    for text in parsed:
+        assert len(text) <= MAX_TOKEN_CHARS
+        assert segments._json_depth(text) <= segments._MAX_JSON_DEPTH
+    assert len(conditions) <= segments.MAX_CONDITIONS
 
 
 def test_mutated_tokens_never_raise_another_error():

@@ -21,6 +21,8 @@ def test_every_control_round_trips_through_its_url_text(key):
 @pytest.mark.parametrize("kind, text", [
     ("int", "abc"), ("int", "1.5"), ("int", ""), ("float", "nan"), ("float", "inf"), ("float", "x"),
     ("bool", "2"), ("bool", "true"), ("pair", "1~x"), ("pair", "1"), ("pair", "1~2~3"), ("cell", "a~b"),
+    ("int", "²"), ("int", "٣"), ("int", "1" * 4301), ("int", "9" * 19), ("pair", "²~1"), ("cell", "1~" + "2" * 5000),
+    ("float", "1e999"),
 ])
 def test_unreadable_url_text_is_refused(kind, text):
     control = session.Control("k", "p", None, kind)
@@ -128,3 +130,18 @@ def test_a_link_fills_its_page_s_controls_once_and_ignores_what_it_cannot_read()
     at.query_params["feature"] = "nope"
     at.run()
     assert not at.exception and at.selectbox[0].value == "age"
+
+
+@pytest.mark.parametrize("row", ["²", "7" * 4301, "", "-"])
+def test_a_link_value_no_control_takes_is_a_notice_not_an_error_page(row):
+    """``?row=²`` or 4,301 digits broke the first load of the link (and every reload)."""
+    from tests.views._app import open_page
+
+    at = open_page(query={"model": "diabetes_forest", "row": row})  # the link lands, then the SHAP page
+    assert not at.exception, at.exception
+    notes = [i.value for i in at.info if "could not be read" in i.value]
+    assert notes and "“row”" in notes[0], [i.value for i in at.info]
+    at.switch_page("views/shap.py").run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="shap_row").value == 0  # the default stands
+    assert not any("could not be read" in i.value for i in at.info)  # said once

@@ -2,6 +2,7 @@
 
 The show() calls run in a separate Python process (tests/show_driver.py), as in a notebook.
 """
+import html
 import json
 import os
 import signal
@@ -67,10 +68,12 @@ def test_show_serves_adds_and_stops(session):
     first = session.send("show Forest_from_Python forest")
     url = urllib.parse.urlsplit(first["url"])
     assert url.hostname == "127.0.0.1" and url.path == "/"
-    assert urllib.parse.parse_qs(url.query) == {"model": [first["key"]]}
+    query = urllib.parse.parse_qs(url.query)
+    assert query.keys() == {"model", "token"} and query["model"] == [first["key"]]
+    assert len(query["token"][0]) >= 40  # an unguessable token the server requires (issue #28)
     assert _get(f"http://127.0.0.1:{first['port']}/_stcore/health") == (200, "ok")
     assert _get(first["url"])[0] == 200
-    assert first["url"] in first["repr"] and "<iframe" in first["html"] and first["url"] in first["html"]
+    assert first["url"] in first["repr"] and "<iframe" in first["html"] and html.escape(first["url"]) in first["html"]
 
     # a private folder: the model as .skops, the data as Parquet, a manifest; nothing pickled
     folder = Path(first["folder"])
@@ -85,7 +88,7 @@ def test_show_serves_adds_and_stops(session):
     second = session.send("show Linear_from_Python linear")
     assert (second["port"], second["pid"], second["folder"]) == (first["port"], first["pid"], first["folder"])
     assert second["key"] != first["key"] and f"model={second['key']}" in second["url"]
-    assert second["seconds"] < 30
+    assert first["server_starts"] == second["server_starts"] == 1  # no second start, no second health wait
     manifest = json.loads((folder / "manifest.json").read_text())
     assert [m["name"] for m in manifest] == ["Forest from Python", "Linear from Python"]
 

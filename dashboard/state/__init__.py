@@ -101,6 +101,7 @@ from .session import (
     read_url,
     set_active_model,
     set_value,
+    take_url_problem,
     value,
 )
 from .interactions import (

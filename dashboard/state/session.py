@@ -24,6 +24,8 @@ No widget is created here: pages draw them, with ``**state.bind(...)``.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -48,6 +50,7 @@ _STORE = "v::"
 _DEFAULT = "d::"
 _URL_READ = "url_read"
 _PAGE = "current_page"
+_URL_IGNORED = "url_ignored_params"
 
 
 # -------------------------------------------------------------- the controls
@@ -57,7 +60,12 @@ def _split(text: str, n: int | None = None) -> list[str] | None:
 
 
 def _to_int(text: str):
-    return int(text) if text.lstrip("-").isdigit() else None
+    """An int written in ASCII digits, at most 18 of them (``str.isdigit`` takes "²", which
+    ``int`` refuses, and ``int`` refuses more than 4,300 digits: neither may break a page)."""
+    return int(text) if _INT.fullmatch(text) else None
+
+
+_INT = re.compile(r"-?[0-9]{1,18}")
 
 
 def _to_float(text: str):
@@ -171,8 +179,9 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
                interactions="rep_inter", preview="rep_show"),
 ]}
 
-#: URL parameters kept on every page besides the sidebar's controls (segments, a shared upload)
-GLOBAL_PARAMS = {"seg", "segon", "ws"}
+#: URL parameters kept on every page besides the sidebar's controls (segments, a shared upload,
+#: a show() server's access token)
+GLOBAL_PARAMS = {"seg", "segon", "ws", "token"}
 
 
 # ---------------------------------------------------------------- the store
@@ -304,9 +313,24 @@ def read_url(page: str, is_known_model: Callable[[str], bool]) -> None:
             continue
         if control.key == ACTIVE and not is_known_model(text):
             continue
-        parsed = control.parse(text)
+        try:
+            parsed = control.parse(text)
+        except (ValueError, TypeError, OverflowError):  # pragma: no cover - every parser returns None instead
+            parsed = None
         if parsed is not None:
             ss[_STORE + control.key] = parsed
+        else:
+            ss.setdefault(_URL_IGNORED, []).append(control.param)
+
+
+def take_url_problem() -> str | None:
+    """The link parameters :func:`read_url` could not read (once), in a sentence."""
+    params = st.session_state.pop(_URL_IGNORED, None)
+    if not params:
+        return None
+    names = ", ".join(f"“{p}”" for p in dict.fromkeys(params))
+    return (f"This link's {names} could not be read (not a value this page takes), so the page shows "
+            "its default there instead.")
 
 
 def init_session(default_model: str) -> None:

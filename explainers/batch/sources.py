@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..errors import InvalidDataError, InvalidModelError, param_error
 from ..io import fingerprint, load_model
+from ..io._files import guess_delimiter
 from ..io.data import _coerce_numeric, categorical_features, expected_features, match_columns, parquet_schema
 from .options import DEFAULT_CHUNK_ROWS
 
@@ -125,10 +126,7 @@ def _open_csv(path: Path, head: bytes) -> _Source:
             f"The CSV header of {path.name!r} is not UTF-8 text (byte 0x{line[exc.start]:02x} at "
             f"position {exc.start}). Save the file as 'CSV UTF-8'."
         ) from None
-    try:
-        sep = csv.Sniffer().sniff(header_line, delimiters=",;\t|").delimiter
-    except csv.Error:
-        sep = ","
+    sep = guess_delimiter(header_line)
     header = [h.strip() for h in next(csv.reader([header_line], delimiter=sep))]
     if not header or all(h == "" for h in header):
         raise InvalidDataError(f"{path.name!r} has no header row. Put the column names on the first line.")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import limits
 from ..errors import InvalidDataError
-from ._files import _read_input, fingerprint
+from ._files import _read_input, fingerprint, guess_delimiter
 
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -255,11 +255,7 @@ def _csv_text(data: bytes) -> str:
 def _csv_header(data: bytes) -> tuple[str, list[str]]:
     """(separator, column names) from the header line of CSV bytes, checked."""
     header_line = _csv_head(data).decode("utf-8-sig", errors="replace").strip()
-    try:
-        dialect = csv.Sniffer().sniff(header_line[: 1 << 16], delimiters=",;\t|") if header_line else None
-        sep = dialect.delimiter if dialect else ","
-    except csv.Error:
-        sep = ","
+    sep = guess_delimiter(header_line)
     try:
         header = next(csv.reader([header_line], delimiter=sep)) if header_line else []
     except csv.Error:

@@ -1,5 +1,6 @@
 """``glassbox serve`` and ``show()`` in a real browser: the operator's model opens first."""
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -121,6 +122,26 @@ def test_show_from_python_then_a_second_model(page, demo_cards):
         expect(page.get_by_role("option", name="Classifier via show")).to_be_visible()
         page.keyboard.press("Escape")
         expect(page.get_by_test_id("stException")).to_have_count(0)
+
+        # the link carries a token; a page switch keeps it in the address bar, a reload opens again
+        assert "token=" in first["url"] and "token=" in page.url
+        page.get_by_test_id("stSidebarNav").get_by_role("link", name="Quality").click()
+        wait_idle(page)
+        expect(page).to_have_url(re.compile(r"/quality\?.*token="), timeout=30_000)
+        page.reload()
+        wait_idle(page)
+        expect(page.get_by_text("opens only from the link")).to_have_count(0)
+        expect(page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model")).to_have_value(
+            "Classifier via show", timeout=60_000)
+        # without the token (another local account that found the port): nothing of the model
+        stranger = page.context.browser.new_context().new_page()
+        stranger.goto(f"http://127.0.0.1:{first['port']}/?model={first['key']}")
+        expect(stranger.get_by_text("opens only from the link show() printed")).to_be_visible(timeout=60_000)
+        expect(stranger.get_by_role("heading", name="Forest via show")).to_have_count(0)
+        expect(stranger.get_by_test_id("stSidebar")).to_have_count(0)
+        stranger.goto(f"http://127.0.0.1:{first['port']}/?model={first['key']}&token=guess")
+        expect(stranger.get_by_text("opens only from the link show() printed")).to_be_visible(timeout=60_000)
+        stranger.context.close()
 
         session.send("stop")
         assert not Path(first["folder"]).exists()

@@ -182,3 +182,20 @@ def test_show_saves_library_objects_in_their_own_format_and_explains_them(case, 
         bar = figures(at)[0]["data"][0]
         shown = float(array(bar["base"])[0]) + array(bar["x"]).astype(float).sum()
         assert shown == pytest.approx(float(np.asarray(margin)[row]), abs=1e-5), (name, row)
+
+
+def test_a_show_server_opens_only_with_its_token(monkeypatch, demo_cards):
+    """show()'s server (issue #28): without the link's token nothing of a model is read or shown."""
+    from dashboard import server
+
+    monkeypatch.setenv(server.ACCESS_ENV, "s3cret-token-of-this-notebook")
+    for query in ({}, {"token": "guess"}, {"token": "s3cret-token-of-this-notebook-and-more"}):
+        at = open_page(query=query or None)
+        assert not at.exception, at.exception
+        assert [e.value for e in at.error] == [server.ACCESS_MESSAGE]
+        assert not at.title and not at.sidebar.selectbox  # no page, no model picker
+    at = open_page(query={"token": "s3cret-token-of-this-notebook"})
+    assert not at.error and at.title
+    at.switch_page("views/pdp.py").run()  # the session keeps its access across pages
+    assert not at.exception and not at.error and at.get("plotly_chart")
+    assert at.query_params["token"] in ("s3cret-token-of-this-notebook", ["s3cret-token-of-this-notebook"])
