@@ -12,6 +12,13 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.safe_text import no_bidi, shown_frame
+
+
+def _esc(text: str) -> str:
+    """Text for the report's HTML: escaped, bidirectional controls shown (never reversed)."""
+    return html.escape(no_bidi(text))
+
 _CSS = """
 body { font-family: Inter, 'Segoe UI', Helvetica, Arial, sans-serif; color: #222; margin: 2rem auto;
        max-width: 1100px; padding: 0 1rem; line-height: 1.45; }
@@ -67,15 +74,15 @@ def build_report(title: str, summary: dict, sections: list[Section], notices: li
     """
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
+        f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
         f"<p class='meta'>Glassbox report · {_dt.datetime.now():%Y-%m-%d %H:%M}</p>",
-        "<dl>" + "".join(f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))}</dd>"
+        "<dl>" + "".join(f"<dt>{_esc(str(k))}</dt><dd>{_esc(str(v))}</dd>"
                          for k, v in summary.items()) + "</dl>",
     ]
     if notices:
         parts.append("<p class='caption'>Left out of this report:</p><ul class='caption'>"
-                     + "".join(f"<li>{html.escape(str(n))}</li>" for n in notices) + "</ul>")
+                     + "".join(f"<li>{_esc(str(n))}</li>" for n in notices) + "</ul>")
     plotly_js_included = False
     for sec in sections:
         parts += _section_html(sec, include_plotlyjs=not plotly_js_included)
@@ -89,14 +96,14 @@ _END = "</body></html>"
 
 def _section_html(sec: Section, *, include_plotlyjs: bool) -> list[str]:
     """One section's HTML: its heading, caption, figure (with plotly.js if asked) and table."""
-    parts = [f"<h2>{html.escape(sec.heading)}</h2>"]
+    parts = [f"<h2>{_esc(sec.heading)}</h2>"]
     if sec.caption:
-        parts.append(f"<p class='caption'>{html.escape(sec.caption)}</p>")
+        parts.append(f"<p class='caption'>{_esc(sec.caption)}</p>")
     if sec.figure is not None:
         parts.append(sec.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs,
                                         config={"displaylogo": False, "responsive": True}))
     if sec.table is not None:
-        parts.append(sec.table.to_html(float_format=lambda v: f"{v:.4g}", border=0))
+        parts.append(shown_frame(sec.table).to_html(float_format=lambda v: f"{v:.4g}", border=0))
     return parts
 
 

@@ -97,6 +97,42 @@ def plot_values(values):
     return [plot(v) if isinstance(v, str) else v for v in values]
 
 
+# ------------------------------------------------------------------------ tables
+def no_bidi(text: str) -> str:
+    """``text`` with its bidirectional controls shown as U+FFFD (a column named with U+202E
+    would otherwise read backwards)."""
+    return _BIDI.sub("\ufffd", text)
+
+
+def _bidi_labels(labels: pd.Index) -> pd.Index:
+    if isinstance(labels, pd.MultiIndex):
+        return pd.MultiIndex.from_tuples([tuple(no_bidi(v) if isinstance(v, str) else v for v in t) for t in labels],
+                                         names=labels.names)
+    if any(isinstance(v, str) and _BIDI.search(v) for v in labels):
+        return pd.Index([no_bidi(v) if isinstance(v, str) else v for v in labels], name=labels.name, dtype=object)
+    return labels
+
+
+def shown_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as a table shows it: bidirectional controls neutralised in column names, index
+    labels and text cells (the frame itself is left alone; a copy only where one is needed)."""
+    out = frame
+    for axis in ("columns", "index"):
+        labels = getattr(frame, axis)
+        fixed = _bidi_labels(labels)
+        if fixed is not labels:
+            out = out.set_axis(fixed, axis=axis)
+    for j, dtype in enumerate(out.dtypes):
+        if dtype == object or pd.api.types.is_string_dtype(dtype):
+            col = out.iloc[:, j]
+            has = col.map(lambda v: isinstance(v, str) and _BIDI.search(v) is not None)
+            if bool(has.any()):
+                if out is frame:
+                    out = frame.copy()
+                out.isetitem(j, col.map(lambda v: no_bidi(v) if isinstance(v, str) else v))
+    return out
+
+
 # --------------------------------------------------------------------------- CSV
 #: a cell starting with one of these is run as a formula by spreadsheet programs
 #: (OWASP "CSV injection"); full-width forms are converted by some locales

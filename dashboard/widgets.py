@@ -12,7 +12,7 @@ import streamlit as st
 
 from explainers import ExplainerError
 
-from dashboard.safe_text import md
+from dashboard.safe_text import md, shown_frame
 from dashboard.state.context import ModelContext, error_message
 from dashboard import state
 from dashboard.state.quality import DEFAULT_THRESHOLD, THRESHOLD_STEP, THRESHOLD_WIDGET, threshold, valid_threshold
@@ -34,6 +34,12 @@ class Working:
 
     def done(self) -> None:
         self._slot.empty()
+
+
+def table(frame: pd.DataFrame, where=st, **kwargs):
+    """``where.dataframe(frame, **kwargs)`` with the frame as tables show it
+    (:func:`~dashboard.safe_text.shown_frame`: no text from a file reads backwards)."""
+    return where.dataframe(shown_frame(frame), **kwargs)
 
 
 def show_error(exc: BaseException) -> None:

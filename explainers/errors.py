@@ -36,5 +36,18 @@ def param_error(name: str, func: str, expected: str, got) -> InvalidParameterErr
     ``The 'grid_resolution' parameter of partial_dependence must be an int >= 2. Got 1 instead.``
     """
     return InvalidParameterError(
-        f"The {name!r} parameter of {func} must be {expected}. Got {got!r} instead."
+        f"The {name!r} parameter of {func} must be {expected}. Got {shown(got)} instead."
     )
+
+
+def shown(value) -> str:
+    """A value as a message prints it: ``repr``, but a numpy number as the number it is
+    (``7.0``, not ``np.float64(7.0)``), and a long text cut."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is a core dependency
+        np = None
+    if np is not None and isinstance(value, np.generic):
+        value = value.item()
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -97,3 +97,12 @@ def test_hostile_csv_header_is_refused_by_its_names(tmp_path):
     with pytest.raises(InvalidDataError):
         load_data(path)
     assert guess_delimiter(header) == ","
+
+
+def test_messages_print_numbers_as_numbers():
+    from explainers.errors import param_error, shown
+
+    msg = str(param_error("grid_resolution", "partial_dependence", "an int >= 2", np.float64(7.0)))
+    assert msg.endswith("Got 7.0 instead.") and "np." not in msg
+    assert shown(np.int64(3)) == "3" and shown("a") == "'a'"
+    assert len(shown("x" * 10_000)) == 200

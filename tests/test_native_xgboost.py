@@ -417,3 +417,17 @@ def test_hostile_bytes(plain_doc):
     _refused_cheaply(good + b"trailing")
     with pytest.raises(InvalidModelError):
         read_xgboost("not bytes")
+
+
+def test_fractional_child_index_is_refused_not_truncated(plain_doc):
+    """A child index 1.5 was cut to 1 without a word (issue #28): a file that is not what
+    XGBoost wrote is refused, naming the field."""
+    import copy
+
+    doc = copy.deepcopy(plain_doc)
+    tree = F.first_tree(doc)
+    kids = [int(v) for v in tree["left_children"]]
+    kids[0] = kids[0] + 0.5
+    tree["left_children"] = kids
+    with pytest.raises(InvalidModelError, match="left_children holds numbers that are not integers"):
+        read_xgboost(F.to_json(doc))

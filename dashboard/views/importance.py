@@ -1,7 +1,7 @@
 """Importance page: every available method side by side, and where they disagree."""
 import streamlit as st
 
-from dashboard import figures, messages, state
+from dashboard import figures, messages, state, widgets
 from dashboard.safe_text import csv_text, file_name, md
 from dashboard.figures.importance import segment_importance_figure
 from dashboard.state.importance import importance_methods, importances_by_segment, left_out_notices
@@ -67,7 +67,7 @@ if comp is not None:
     left, right = st.columns(2)
     with left:
         st.subheader("Shares and ranks")
-        st.dataframe(comp.table, width="stretch")
+        widgets.table(comp.table, width="stretch")
         st.download_button("Download the table (CSV)", csv_text(comp.table).encode(),
                            file_name=file_name(f"importance_{ctx.name}.csv"), mime="text/csv")
     with right:

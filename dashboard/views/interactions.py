@@ -129,7 +129,7 @@ with right:
     shown_table = table[["pair", "mean_abs_shap_interaction", "h_statistic"]]
     if shap_res is None:
         shown_table = shown_table.drop(columns="mean_abs_shap_interaction")
-    st.dataframe(shown_table, hide_index=True, height=min(420, 38 + 35 * len(shown_table)),
+    widgets.table(shown_table, hide_index=True, height=min(420, 38 + 35 * len(shown_table)),
                  column_config={
                      "pair": st.column_config.TextColumn("pair"),
                      "mean_abs_shap_interaction": st.column_config.NumberColumn(

@@ -1,7 +1,7 @@
 """Model page: what the active model is, and loading another one."""
 import streamlit as st
 
-from dashboard import messages, state
+from dashboard import messages, state, widgets
 from dashboard.safe_text import code, md
 from dashboard.state import uploads
 
@@ -34,7 +34,7 @@ for notice in ctx.notices:
     st.info(md(notice), icon=":material/info:")
 
 st.subheader("Features")
-st.dataframe(state.feature_summary(ctx.data_key, ctx.X), hide_index=True, width="stretch")
+widgets.table(state.feature_summary(ctx.data_key, ctx.X), hide_index=True, width="stretch")
 
 st.subheader("Switch model")
 left, right = st.columns(2)

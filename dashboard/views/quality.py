@@ -48,7 +48,7 @@ for col, (label, key) in zip(st.columns(len(shown)), shown.items()):
     col.metric(label, "not defined" if value is None else
                f"{value:.1%}" if key == "mape" else fmt_number(value))
 if ctx.task == "multiclass":
-    st.dataframe(qs.class_frame(q), hide_index=True, key="quality_per_class")
+    widgets.table(qs.class_frame(q), hide_index=True, key="quality_per_class")
 if not classifier and m["mape"] is None:
     st.caption("MAPE is not defined: some targets are 0.")
 if seg is not None:
@@ -59,7 +59,7 @@ if seg is not None:
         widgets.show_error(exc)
     else:
         table = qs.segment_metrics_frame(q_seg, q_rest, shown, seg.name)
-        st.dataframe(table, key="quality_segment_metrics",
+        widgets.table(table, key="quality_segment_metrics",
                      column_config={c: st.column_config.NumberColumn(format="%.4g") for c in table.columns})
         st.plotly_chart(qfig.confusion_segment_figure(q_seg, q_rest, segment_name=seg.name) if classifier else
                         qfig.predicted_actual_segment_figure(q_seg, q_rest, segment_name=seg.name,
@@ -98,7 +98,7 @@ else:
 shown_rows = rows.head(qs.MAX_LISTED)
 right.caption(qs.rows_count(len(rows)) + (f", the {qs.MAX_LISTED} largest errors shown" if len(rows) > qs.MAX_LISTED
                                        else "") + ", largest error first.")
-right.dataframe(shown_rows, hide_index=True, key="quality_rows_table")
+widgets.table(shown_rows, right, hide_index=True, key="quality_rows_table")
 if len(rows):
     o1, o2 = right.columns([1, 1])
     listed = shown_rows.row.tolist()
@@ -126,4 +126,4 @@ else:
     c3.plotly_chart(qfig.residuals_figure(q, qs.residual_feature(ctx, q, feature), x_name=feature, band=(lo, hi)),
                     key="quality_resid_feature")
     c4.plotly_chart(qfig.residual_histogram_figure(q), key="quality_resid_hist")
-    c4.dataframe(qs.quantile_frame(q), hide_index=True)
+    widgets.table(qs.quantile_frame(q), c4, hide_index=True)

@@ -103,7 +103,7 @@ else:
     if props == []:
         st.info("No part of the data stands out: the model's errors are spread evenly.", icon=":material/info:")
     elif props:
-        st.dataframe(sv.proposals_frame(props), hide_index=True, key="seg_proposals")
+        widgets.table(sv.proposals_frame(props), hide_index=True, key="seg_proposals")
         for i, (col, p) in enumerate(zip(st.columns(len(props)), props)):
             col.button(f"Add {md(p.segment.name)}", key=f"seg_propose_add_{i}", on_click=sv.on_add_proposal,
                        args=(p.segment.to_token(),), icon=":material/add:")
@@ -113,7 +113,7 @@ saved, problems = sv.saved_frame(ctx)
 if saved.empty:
     st.caption("No segment saved yet. Segments you add appear here and in the sidebar's *Compare a segment* picker.")
 else:
-    st.dataframe(saved, hide_index=True, key="seg_saved")
+    widgets.table(saved, hide_index=True, key="seg_saved")
     for problem in problems:
         st.warning(md(problem), icon=":material/warning:")
     for i, name in enumerate(saved.segment):

@@ -404,8 +404,11 @@ def _array(obj: dict, key: str, n: int, where: str, kind: str) -> np.ndarray:
             raise _bad(f"{where}.{key} has {len(value)} entries for {n} nodes.")
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             raise _bad(f"{where}.{key} holds something that is not a number.")
+        # an index list with a float in it is read as floats and checked to be whole below
+        # (numpy would cut 1.5 to 1 without a word)
+        floats = kind == "f" or any(isinstance(v, float) for v in value)
         try:
-            arr = np.asarray(value, dtype=np.float64 if kind == "f" else np.int64)
+            arr = np.asarray(value, dtype=np.float64 if floats else np.int64)
         except (OverflowError, ValueError, TypeError):
             raise _bad(f"{where}.{key} holds numbers out of range.") from None
     else:

@@ -199,3 +199,27 @@ def test_a_show_server_opens_only_with_its_token(monkeypatch, demo_cards):
     at.switch_page("views/pdp.py").run()  # the session keeps its access across pages
     assert not at.exception and not at.error and at.get("plotly_chart")
     assert at.query_params["token"] in ("s3cret-token-of-this-notebook", ["s3cret-token-of-this-notebook"])
+
+
+def test_bidi_controls_in_file_text_never_reverse_a_table(tmp_path, monkeypatch, demo_cards):
+    """A column named with U+202E read backwards in the features table (issue #28): every table
+    shows the control as U+FFFD, names and cells, and the report's HTML too."""
+    from dashboard.safe_text import shown_frame
+
+    rng = np.random.default_rng(0)
+    evil = "\u202egnirts"
+    X = pd.DataFrame({"speed": rng.normal(size=60), evil: rng.normal(size=60)})
+    sio.dump(LinearRegression().fit(X, X.speed), tmp_path / "m.skops")
+    X.assign(y=X.speed).to_parquet(tmp_path / "d.parquet", index=False)
+    monkeypatch.setenv(served.SERVE_ENV, json.dumps([{"model": str(tmp_path / "m.skops"),
+                                                       "data": str(tmp_path / "d.parquet"), "target": "y"}]))
+    at = open_page()
+    assert not at.exception, at.exception
+    shown = at.dataframe[0].value
+    names = list(shown["feature"])
+    assert "\ufffdgnirts" in names and evil not in names
+    frame = pd.DataFrame({evil: ["a\u2066b", 1.5]}, index=["r\u202d", "s"])
+    out = shown_frame(frame)
+    assert list(out.columns) == ["\ufffdgnirts"] and list(out.index) == ["r\ufffd", "s"]
+    assert list(out.iloc[:, 0]) == ["a\ufffdb", 1.5]
+    assert list(frame.columns) == [evil]  # the frame itself is left alone
