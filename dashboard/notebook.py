@@ -311,7 +311,11 @@ def _server() -> _Server:
         _SERVER.stop()  # it ended (stopped, or died): start over in a fresh folder
         _SERVER = None
     if _SERVER is None:
-        folder = Path(tempfile.mkdtemp(prefix="glassbox-show-"))  # created with mode 0700
+        from explainers.io._files import remove_orphans
+
+        # the folders of notebooks killed with their servers (no atexit ran): gone at the next start
+        remove_orphans(tempfile.gettempdir(), "glassbox-show-")
+        folder = Path(tempfile.mkdtemp(prefix=f"glassbox-show-{os.getpid()}-"))  # created with mode 0700
         os.chmod(folder, 0o700)
         _register_atexit()
         _SERVER = _Server(folder)

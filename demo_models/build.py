@@ -399,7 +399,12 @@ def build_all(build_dir: Path = BUILD_DIR, *, force: bool = False) -> list[dict]
     if not force and is_current(build_dir):
         return load_cards(build_dir)
     build_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=build_dir.parent))
+    from explainers.io._files import remove_orphans
+
+    # a build killed before its end (a server stopped during the first start) left its folder
+    remove_orphans(build_dir.parent, ".build-")
+    remove_orphans(build_dir.parent, build_dir.name + ".old-")
+    tmp = Path(tempfile.mkdtemp(prefix=f".build-{os.getpid()}-", dir=build_dir.parent))
     try:
         cards = []
         for spec in DEMOS:
@@ -408,7 +413,7 @@ def build_all(build_dir: Path = BUILD_DIR, *, force: bool = False) -> list[dict]
         (tmp / "manifest.json").write_text(
             json.dumps({"versions": _versions(), "demos": list(DEMO_NAMES)}, indent=2)
         )
-        old = build_dir.with_name(build_dir.name + f".old-{os.getpid()}")
+        old = build_dir.with_name(build_dir.name + f".old-{os.getpid()}-")
         if build_dir.exists():
             build_dir.rename(old)
         tmp.rename(build_dir)

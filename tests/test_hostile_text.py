@@ -106,3 +106,26 @@ def test_messages_print_numbers_as_numbers():
     assert msg.endswith("Got 7.0 instead.") and "np." not in msg
     assert shown(np.int64(3)) == "3" and shown("a") == "'a'"
     assert len(shown("x" * 10_000)) == 200
+
+
+def test_leftover_folders_of_dead_owners_are_removed(tmp_path):
+    """A build or a show() folder whose process was killed is removed at the next start; one whose
+    owner runs, another prefix, and a fresh folder without a pid are left alone."""
+    import os
+    import subprocess
+    import sys
+
+    from explainers.io._files import remove_orphans
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / f".build-{dead.pid}-abc").mkdir()
+    (tmp_path / f".build-{os.getpid()}-def").mkdir()
+    (tmp_path / ".build-legacy").mkdir()
+    (tmp_path / f"other-{dead.pid}-x").mkdir()
+    assert remove_orphans(tmp_path, ".build-") == [f".build-{dead.pid}-abc"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f".build-{os.getpid()}-def", ".build-legacy", f"other-{dead.pid}-x"])
+    old = tmp_path / ".build-legacy"
+    os.utime(old, (1, 1))  # a folder of the old naming, untouched for hours
+    assert remove_orphans(tmp_path, ".build-") == [".build-legacy"]

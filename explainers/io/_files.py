@@ -54,3 +54,49 @@ def guess_delimiter(header_line: str) -> str:
     counts = [int(np.count_nonzero((arr == ord(d)) & outside)) for d in CSV_DELIMITERS]
     best = int(np.argmax(counts))
     return CSV_DELIMITERS[best] if counts[best] > 0 else ","
+
+
+# ------------------------------------------------------------- leftovers
+def owner_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (one of another account counts as running)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_orphans(parent, prefix: str, *, min_age_s: float = 3600.0) -> list[str]:
+    """Remove this account's folders ``parent/<prefix><pid>-…`` whose owner process is gone
+    (a build or a show() server killed before it could clean up); a folder of that prefix
+    without a readable pid only when older than ``min_age_s``. Returns the removed names."""
+    import re
+    import shutil
+    import time
+
+    removed = []
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    pattern = re.compile(re.escape(prefix) + r"(\d+)-")
+    for path in entries:
+        if not path.name.startswith(prefix) or not path.is_dir() or path.is_symlink():
+            continue
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        if uid is not None and info.st_uid != uid:
+            continue
+        m = pattern.match(path.name)
+        gone = (not owner_alive(int(m.group(1)))) if m else time.time() - info.st_mtime > min_age_s
+        if gone:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+    return removed
