@@ -49,6 +49,10 @@ LIMITS: dict[str, tuple[str, int, str, bool]] = {
     # skops writes about 15 KB of schema per forest tree and 40 KB per gradient-boosting
     # tree; parsing it takes about ten times that in memory
     "schema_bytes": ("GLASSBOX_MAX_SCHEMA_BYTES", 256 * _MB, "bytes of a .skops schema.json", True),
+    # a CatBoost .cbm file is converted to JSON by catboost in a disposable process, never in the
+    # server's: its CPU seconds and memory are capped (a damaged file crashed catboost's loader)
+    "convert_seconds": ("GLASSBOX_MAX_CONVERT_SECONDS", 60, "CPU seconds to convert a .cbm file", False),
+    "convert_bytes": ("GLASSBOX_MAX_CONVERT_BYTES", 4 * _GB, "bytes of memory to convert a .cbm file", True),
     "data_rows": ("GLASSBOX_MAX_DATA_ROWS", 5_000_000, "data rows", False),
     "data_bytes": ("GLASSBOX_MAX_DATA_BYTES", 2 * _GB, "bytes of unpacked data", True),
     "header_bytes": ("GLASSBOX_MAX_HEADER_BYTES", 8 * _MB, "bytes of a CSV header line", True),

@@ -516,8 +516,13 @@ def _floor_weights(weights: np.ndarray) -> np.ndarray:
 def cbm_to_json(data: bytes) -> bytes:
     """Convert a ``.cbm`` (CatBoost binary) model to the JSON text :func:`read_catboost` reads.
 
-    Uses the catboost package, imported here only: loading a ``.cbm`` parses
-    flatbuffers and runs no code from the file.
+    The catboost package converts it, in a disposable process of its own, never in this
+    one: its compiled loader trusts the file (one changed byte of a 7 KB file crashed it,
+    and a crash in the server ends every user's session). The process gets the file in a
+    private temporary folder (removed afterwards, whatever happens), at most
+    ``convert_seconds`` of CPU and ``convert_bytes`` of memory, no core dump, and may write
+    no more JSON than ``model_bytes``; a crash, a timeout or an error there is a refusal
+    that says which.
 
     Raises
     ------
@@ -526,23 +531,86 @@ def cbm_to_json(data: bytes) -> bytes:
         ``format='json'``), or cannot read the file.
     """
     try:
-        from catboost import CatBoost
+        import catboost  # noqa: F401 - only whether it is there: the file is read in another process
     except ImportError:
         raise InvalidModelError(
             "This is a CatBoost binary (.cbm) model, which Glassbox reads only through the catboost "
             "package, and catboost is not installed here. Save the model with format='json' "
             "(model.save_model('model.json', format='json')) and upload that file."
         ) from None
-    model = CatBoost()
     with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "model.cbm")
+        src, dst = os.path.join(tmp, "model.cbm"), os.path.join(tmp, "model.json")
         with open(src, "wb") as fh:
             fh.write(bytes(data))
+        _convert_in_a_process(src, dst, tmp)
+        with open(dst, "rb") as fh:
+            return fh.read()
+
+
+_CONVERT = """
+import sys
+from catboost import CatBoost
+model = CatBoost()
+try:
+    model.load_model(sys.argv[1], format="cbm")
+    model.save_model(sys.argv[2], format="json")
+except Exception as exc:
+    text = str(exc).strip().splitlines()
+    sys.stderr.write((text[-1] if text else type(exc).__name__)[:300])
+    sys.exit(3)
+"""
+
+
+def _convert_in_a_process(src: str, dst: str, tmp: str) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    cpu = limits.limit("convert_seconds")
+    memory = limits.limit("convert_bytes")
+    out_bytes = limits.limit("model_bytes")
+
+    def confine():  # in the child, before catboost starts
         try:
-            model.load_model(src, format="cbm")
-        except Exception as exc:  # noqa: BLE001 - CatBoostError and whatever a damaged file triggers
-            raise InvalidModelError(f"catboost cannot read this .cbm file ({_short(exc)}). {_SAVE_HINT}") from None
-        return _save_json(model, tmp)
+            import resource
+        except ImportError:  # pragma: no cover - not a POSIX system: the timeout still holds
+            return
+        for what, value in ((resource.RLIMIT_CPU, cpu), (resource.RLIMIT_AS, memory),
+                            (resource.RLIMIT_FSIZE, out_bytes), (resource.RLIMIT_CORE, 0)):
+            try:
+                resource.setrlimit(what, (value, value))
+            except (ValueError, OSError):  # pragma: no cover - a hard limit below ours already holds
+                pass
+
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH")}
+    env["OMP_NUM_THREADS"] = "1"
+    try:
+        proc = subprocess.run([sys.executable, "-c", _CONVERT, src, dst], cwd=tmp, env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              preexec_fn=confine if os.name == "posix" else None, timeout=2 * cpu + 30)
+    except subprocess.TimeoutExpired:
+        raise InvalidModelError(f"catboost did not finish reading this .cbm file in {2 * cpu + 30} s. "
+                                f"{_SAVE_HINT}") from None
+    if proc.returncode == 0 and os.path.isfile(dst):
+        return
+    said = proc.stderr.decode("utf-8", "replace").strip()[-300:]
+    if proc.returncode < 0:
+        sig = -proc.returncode
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}"
+        if sig in (signal.SIGXCPU, getattr(signal, "SIGKILL", 9)):
+            why = (f"it used up its {limits.fmt('convert_seconds', cpu)} CPU seconds ({name}; the operator can "
+                   "raise this with the environment variable GLASSBOX_MAX_CONVERT_SECONDS)")
+        elif sig == getattr(signal, "SIGXFSZ", -1):
+            why = f"its JSON would exceed {limits.fmt('model_bytes', out_bytes)}"
+        else:
+            why = f"catboost crashed on it ({name}): the file is damaged or was made to crash a reader"
+        raise InvalidModelError(f"This .cbm file could not be converted: {why}. The server was not affected. "
+                                f"{_SAVE_HINT}")
+    if "bad_alloc" in said or "MemoryError" in said or "memory" in said.lower():
+        raise InvalidModelError(f"catboost needed more than {limits.fmt('convert_bytes', memory)} of memory to read "
+                                f"this .cbm file ({limits.over('convert_bytes')}). {_SAVE_HINT}")
+    raise InvalidModelError(f"catboost cannot read this .cbm file ({said or f'exit status {proc.returncode}'}). "
+                            f"{_SAVE_HINT}")
 
 
 def _short(exc: Exception) -> str:
