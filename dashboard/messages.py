@@ -59,10 +59,10 @@ def _load_page(page: str) -> str:
 _Rule = tuple[re.Pattern, Callable[[re.Match, str], str]]
 _RULES: list[_Rule] = [
     # -------------------------------------------------------------- SHAP methods
-    (re.compile(r"TreeShap explains scikit-learn tree models \([^)]*\); got (?P<m>[^.\s]+)\."),
-     lambda m, p: (f"The tree method explains scikit-learn tree models only (decision trees, random "
-                   f"forests, extra trees, gradient boosting); this model is a {m['m']}. "
-                   f"{_cap(_shap_pick(p))}.")),
+    (re.compile(r"TreeShap explains tree models \([^)]*\); got (?P<m>[^.\s]+)\."),
+     lambda m, p: (f"The tree method explains tree models only (decision trees, random forests, extra "
+                   f"trees, gradient boosting, XGBoost, LightGBM and CatBoost models, and pipelines that "
+                   f"fold into their trees); this model is a {m['m']}. {_cap(_shap_pick(p))}.")),
     (re.compile(r"LinearShap needs a linear model .*?; got (?P<m>[^.\s]+)\."),
      lambda m, p: (f"The linear method explains linear models only (a linear or logistic regression, "
                    f"optionally after a scaler); this model is a {m['m']}. {_cap(_shap_pick(p))}.")),

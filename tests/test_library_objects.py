@@ -332,3 +332,24 @@ def test_trusted_pickle_of_a_wrapper_keeps_its_missing_value(tmp_path):
     folded = load_model(tmp_path / "pipe.joblib", trusted=True)
     assert isinstance(folded.steps[-1][1], NativeTreeModel) and is_tree_model(folded)
     np.testing.assert_allclose(folded.predict(X), pipe.predict(X), rtol=1e-6, atol=1e-6)
+
+
+def test_early_stopped_objects_explain_the_rounds_their_predict_uses(tmp_path):
+    """An XGBRegressor / LGBMRegressor stopped early predicts with its best iteration; so do its
+    explanation, its saved file (as show() saves it) and its importances' trees."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 4))
+    y = X[:, 0] + rng.normal(size=600)
+    fit, val = slice(0, 400), slice(400, None)
+    xm = xgb.XGBRegressor(n_estimators=300, learning_rate=0.3, early_stopping_rounds=5)
+    xm.fit(X[fit], y[fit], eval_set=[(X[val], y[val])], verbose=False)
+    lm = lgb.LGBMRegressor(n_estimators=300, learning_rate=0.3, verbose=-1)
+    lm.fit(X[fit], y[fit], eval_set=[(X[val], y[val])], callbacks=[lgb.early_stopping(5, verbose=False)])
+    assert xm.best_iteration + 1 < xm.get_booster().num_boosted_rounds()  # stopped early, for real
+    rows = X[val][:40]
+    for model in (xm, lm):
+        res = TreeShap(model).explain(rows)
+        total = np.asarray(res.values).sum(axis=1) + np.asarray(res.base_values).reshape(-1)
+        np.testing.assert_allclose(total, model.predict(rows), rtol=0, atol=1e-5)
+        path, _ = save_native(model, tmp_path / type(model).__name__)
+        np.testing.assert_allclose(load_model(path).predict(rows), model.predict(rows), rtol=0, atol=1e-5)

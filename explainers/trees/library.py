@@ -219,9 +219,8 @@ def save_native(model, path_stem) -> tuple[str, dict]:
     if library is None:
         raise InvalidModelError(f"{type(model).__name__} is not an XGBoost, LightGBM or CatBoost model.")
     path = os.fspath(path_stem) + SUFFIXES[library]
-    if library == "xgboost":
-        with open(path, "wb") as fh:
-            fh.write(bytes(_booster(model, library).save_raw("json")))
+    if library == "xgboost":  # the wrapper's own save_model marks its file (best_iteration applies)
+        model.save_model(path)
     elif library == "lightgbm":
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(_booster(model, library).model_to_string())

@@ -869,7 +869,16 @@ def xgboost_from_object(model) -> NativeTreeModel:
     raw = booster.save_raw("json")
     if not isinstance(raw, (bytes, bytearray)):
         raise InvalidModelError("The XGBoost object did not give its model as JSON bytes.")
-    out = _read_document(_parse_json(bytes(raw)), "xgboost json")
+    doc = _parse_json(bytes(raw))
+    learner = doc.get("learner") if isinstance(doc, dict) else None
+    if booster is not model and isinstance(learner, dict):
+        # a scikit-learn wrapper predicts up to its best_iteration; its own save_model marks
+        # the file so (the "scikit_learn" attribute), which the booster's JSON lacks
+        attrs = learner.get("attributes")
+        if not isinstance(attrs, dict):
+            attrs = learner["attributes"] = {}
+        attrs.setdefault("scikit_learn", "{}")
+    out = _read_document(doc, "xgboost json")
     classes = getattr(model, "classes_", None) if booster is not model else None
     if classes is not None and isinstance(out, NativeTreeClassifier):
         classes = np.asarray(classes)

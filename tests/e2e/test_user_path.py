@@ -71,7 +71,9 @@ def test_user_path(page, app_url, demo_cards, name, tmp_path):
     # what-if: edit a value and see the edited prediction change
     _nav(page, "What if?")
     _chart(page)
-    box = page.get_by_label(features[0], exact=True)
+    # the What-if page's own input (the SHAP page's mask tag of that name may linger while the page changes)
+    box = page.locator(f'input[aria-label="{features[0]}"]')
+    expect(box).to_be_visible(timeout=60_000)
     box.fill(str(card["features"][0]["max"]))
     box.press("Enter")
     expect(page.get_by_text("Changed: ")).to_be_visible(timeout=60_000)

@@ -174,12 +174,17 @@ def test_page_wording_of_the_known_messages():
     from dashboard.messages import for_page, reason
     from explainers.errors import InvalidModelError
 
-    tree = InvalidModelError("TreeShap explains scikit-learn tree models (DecisionTree, RandomForest, ExtraTrees, "
-                             "GradientBoosting, HistGradientBoosting); got SVC. Use ExactShap or KernelShap, or "
-                             "explain(method='auto').")
-    assert for_page(tree, "shap") == (
-        "The tree method explains scikit-learn tree models only (decision trees, random forests, extra trees, "
-        "gradient boosting); this model is a SVC. Pick auto, exact or kernel under Method.")
+    from sklearn.svm import SVC
+
+    from explainers.shap import TreeShap
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.raises(InvalidModelError) as got:  # the message TreeShap really gives
+        TreeShap(SVC().fit(X, X[:, 0] > 0))
+    assert for_page(got.value, "shap") == (
+        "The tree method explains tree models only (decision trees, random forests, extra trees, gradient "
+        "boosting, XGBoost, LightGBM and CatBoost models, and pipelines that fold into their trees); this "
+        "model is a SVC. Pick auto, exact or kernel under Method.")
     mdi = InvalidModelError("mdi needs a scikit-learn tree model (a decision tree, random forest, extra trees or "
                             "gradient boosting); a XGBClassifier keeps its trees in its own library's format, which "
                             "mdi does not read. Use permutation_importance or shap_importance instead.")
