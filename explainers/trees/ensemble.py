@@ -134,6 +134,10 @@ class TreeEnsemble:
         Whether numbers in a categorical column of a data frame are the category
         codes themselves (XGBoost and LightGBM read them so; see
         :func:`codes_given`) rather than labels to look up.
+    truncate_codes : bool
+        Whether a categorical input is cut toward zero before its set is looked up,
+        as LightGBM's ``static_cast<int>`` does (−0.5 is category 0 there; XGBoost
+        sends it where unknown categories go).
     """
 
     feature: np.ndarray
@@ -157,6 +161,7 @@ class TreeEnsemble:
     categories: tuple | None = None
     missing_value: float | None = None
     numeric_codes: bool = False
+    truncate_codes: bool = False
 
     def __post_init__(self):
         if self.cat_start is None:
@@ -227,7 +232,24 @@ class TreeEnsemble:
         if self.float32_inputs:
             with np.errstate(over="ignore"):
                 arr = arr.astype(np.float32).astype(np.float64)
-        return np.ascontiguousarray(self.as_missing(arr))
+        return np.ascontiguousarray(self.truncated(self.as_missing(arr)))
+
+    def truncated(self, arr: np.ndarray) -> np.ndarray:
+        """Rows ``arr`` with their categorical columns cut toward zero where
+        :attr:`truncate_codes`; ``arr`` itself otherwise."""
+        cats = self._code_columns() if self.truncate_codes and arr.ndim == 2 else []
+        if not cats:
+            return arr
+        arr = np.array(arr, dtype=np.float64, copy=True)
+        arr[:, cats] = np.trunc(arr[:, cats])
+        return arr
+
+    def _code_columns(self) -> list[int]:
+        cached = self.__dict__.get("_code_cols")
+        if cached is None:
+            cached = self.categorical_features()
+            object.__setattr__(self, "_code_cols", cached)
+        return cached
 
     def as_missing(self, arr: np.ndarray) -> np.ndarray:
         """``arr`` (inputs as the trees compare them) with the values equal to
@@ -426,7 +448,7 @@ def encode_categories(X, categories, numeric_codes: bool = False) -> np.ndarray:
 
 
 def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_features, model_name,
-             categories=None, numeric_codes: bool = False) -> TreeEnsemble:
+             categories=None, numeric_codes: bool = False, truncate_codes: bool = False) -> TreeEnsemble:
     """Join per-tree arrays into one :class:`TreeEnsemble`.
 
     ``parts`` holds one tuple per tree, as a reader produces it:
@@ -481,6 +503,7 @@ def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_fe
         cat_bits=cat_bits,
         categories=tuple(categories) if categories is not None else None,
         numeric_codes=bool(numeric_codes),
+        truncate_codes=bool(truncate_codes),
     )
 
 

@@ -650,6 +650,7 @@ def read_lightgbm(data: bytes, *, name: str = "") -> NativeTreeModel:
         parts, [t % n_raw for t in range(len(parts))], base=np.zeros(n_raw), scale=scale,
         transform=transform, float32_inputs=False, n_features=n_features,
         model_name=f"LightGBM {boosting} ({obj_name})", categories=categories, numeric_codes=True,
+        truncate_codes=True,
     )
     classes = np.arange(2 if transform == "sigmoid" else n_raw) if task == "classification" else None
     return native_model(
