@@ -621,3 +621,22 @@ def test_categorical_inputs_are_cut_toward_zero_as_lightgbm_does():
     from explainers.trees.walks import grid_codes
 
     assert list(grid_codes(model.ensemble, 0, np.array([-0.5, 1.7, -1.5]))) == [0.0, 1.0, -1.0]
+
+
+@pytest.mark.parametrize("field, value", [("leaf_count", "inf"), ("internal_count", "5e-324"),
+                                          ("leaf_count", "-1"), ("internal_count", "0"), ("leaf_count", "2.5"),
+                                          ("internal_count", "nan")])
+def test_counts_lightgbm_refuses_are_refused(field, value):
+    """Counts LightGBM itself refuses loaded here and gave NaN/inf SHAP values without an error."""
+    import re as _re
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 3))
+    b = lgb.train({"verbose": -1, "num_leaves": 4}, lgb.Dataset(X, X[:, 0]), 2)
+    text = b.model_to_string()
+    line = _re.search(rf"^{field}=(.*)$", text, flags=_re.M)
+    numbers = line.group(1).split()
+    numbers[0] = value
+    bad = text.replace(line.group(0), f"{field}={' '.join(numbers)}", 1)
+    with pytest.raises(InvalidModelError, match=f"{field} is .*whole number"):
+        read_lightgbm(bad.encode())

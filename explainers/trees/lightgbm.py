@@ -353,9 +353,7 @@ def _tree_part(block: dict, t: int, n_raw: int, column: int, label: str):
     leaf_value = _array(block, "leaf_value", n_leaves, float, where)
     if not np.isfinite(leaf_value).all():
         raise _damaged(f"{where}, leaf {int(np.flatnonzero(~np.isfinite(leaf_value))[0])}: the leaf value is not finite.")
-    leaf_count = _array(block, "leaf_count", n_leaves, float, where)
-    if (leaf_count < 0).any():
-        raise _damaged(f"{where}: leaf_count holds the negative count {int(leaf_count.min())}.")
+    leaf_count = _counts(_array(block, "leaf_count", n_leaves, float, where), "leaf_count", where, 0)
 
     feature = np.full(n, -1, np.int64)
     threshold = np.full(n, np.nan)
@@ -387,9 +385,7 @@ def _tree_part(block: dict, t: int, n_raw: int, column: int, label: str):
         gains = np.zeros(n_int)
     if not np.isfinite(gains).all():
         raise _damaged(f"{where}: split_gain holds a value that is not finite.")
-    if (internal_count <= 0).any():
-        node = int(np.flatnonzero(internal_count <= 0)[0])
-        raise _damaged(f"{where}, node {node}: internal_count is {internal_count[node]:g}; a split holds data.")
+    _counts(internal_count, "internal_count", where, 1)  # a split holds data
     for side, child in (("left", lc), ("right", rc)):
         bad = (child >= n_int) | (child < -n_leaves)
         if bad.any():
@@ -506,6 +502,18 @@ def _categories(header, params, pandas_text, names, n_features, tree_cat_feature
 
 
 # -------------------------------------------------------------- internal values
+def _counts(counts: np.ndarray, name: str, where: str, least: int) -> np.ndarray:
+    """Row counts as LightGBM writes them: whole numbers from ``least`` up to 2**53, each
+    finite (it refuses ``inf`` and ``5e-324``; Tree SHAP would give NaN from them)."""
+    bad = ~np.isfinite(counts) | (counts < least) | (counts > 2.0 ** 53) | (counts != np.round(counts))
+    if bad.any():
+        node = int(np.flatnonzero(bad)[0])
+        sign = "the negative count " if counts[node] < 0 else ""
+        raise _damaged(f"{where}, node {node}: {name} is {sign}{counts[node]:g}; a count of rows is a whole "
+                       f"number of at least {least}.")
+    return counts
+
+
 def _internal_values(parts, n_ints):
     """Fill each split's value with the count-weighted mean of its children (bottom up)."""
     sizes = [len(p[0]) for p in parts]
