@@ -387,8 +387,8 @@ def rule_record(flags: int, categories=()) -> np.ndarray:
         )
     k = int(cats.max()) // 64 + 1 if cats.size else 0
     words = np.zeros(k, np.uint64)
-    for c in cats:
-        words[c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+    if cats.size:  # one vectorised pass: a set of 65,536 codes was a Python loop of that length per node
+        np.bitwise_or.at(words, cats >> 6, np.left_shift(np.uint64(1), (cats & 63).astype(np.uint64)))
     return np.concatenate([np.asarray([k, flags], np.int64), words.view(np.int64)])
 
 
