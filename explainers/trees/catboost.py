@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import InvalidModelError
-from .ensemble import RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble, rule_record
+from .ensemble import RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble, check_structure, rule_record
 from .native import NativeTreeModel, file_bytes, native_model
 
 __all__ = ["read_catboost", "cbm_to_json", "catboost_from_object", "CTR_MESSAGE"]
@@ -449,6 +449,7 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
         total_nodes += (2 << d) - 1
         if total_nodes > limits.limit("nodes"):
             raise InvalidModelError(f"{label} has more than {total_nodes:,} tree nodes, {limits.over('nodes')}.")
+        check_structure(total_nodes, k, label)  # an oblivious tree of depth d is 2**(d+1) - 1 nodes
         per_tree.append((levels, values, weights))
     if ctr:
         raise InvalidModelError(CTR_MESSAGE.format(features=_ctr_columns(doc, cat_col, names)))

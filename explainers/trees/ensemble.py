@@ -372,6 +372,30 @@ class TreeEnsemble:
         return self.transform_raw(self.predict_raw(X))
 
 
+#: bytes one node of a TreeEnsemble takes besides its leaf values (feature, threshold, children,
+#: missing way, cover, rule start; and the walks' packed copy)
+NODE_BYTES = 72
+
+
+def structure_bytes(n_nodes: int, n_raw: int) -> int:
+    """Memory the flattened trees of ``n_nodes`` nodes and ``n_raw`` outputs take: every node
+    holds a value per output (a multiclass file's one-node trees too) besides its own fields."""
+    return int(n_nodes) * (8 * max(1, int(n_raw)) + NODE_BYTES)
+
+
+def check_structure(n_nodes: int, n_raw: int, label: str) -> None:
+    """Refuse, before any array is built, trees whose flattened form would exceed ``model_bytes``:
+    the cost is computed from the structure the file states (nodes x outputs), not from its size."""
+    from .. import limits
+    from ..errors import InvalidModelError
+
+    need = structure_bytes(n_nodes, n_raw)
+    if need > limits.limit("model_bytes"):
+        raise InvalidModelError(
+            f"{label}: its {int(n_nodes):,} tree nodes with {int(n_raw):,} output(s) each would take "
+            f"{limits.fmt('model_bytes', need)} once read, {limits.over('model_bytes')}.")
+
+
 def rule_record(flags: int, categories=()) -> np.ndarray:
     """One node rule as stored in ``cat_bits``: ``[k, flags, k words of the set]``.
 

@@ -65,7 +65,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import InvalidModelError
-from .ensemble import RULE_CATEGORICAL, RULE_ZERO_MISSING, assemble, rule_record
+from .ensemble import RULE_CATEGORICAL, RULE_ZERO_MISSING, assemble, check_structure, rule_record
 from .native import NativeTreeModel, file_bytes, native_model
 
 __all__ = ["read_lightgbm", "lightgbm_from_object"]
@@ -605,6 +605,11 @@ def read_lightgbm(data: bytes, *, name: str = "") -> NativeTreeModel:
         raise _damaged(f"{label} holds {len(blocks)} trees, not a multiple of num_tree_per_iteration={per_iter}.")
     n_raw = per_iter if transform == "softmax" else 1
 
+    stated = 0
+    for t, (_, block) in enumerate(blocks):  # what the file says the trees hold, before any array
+        if "num_leaves" in block:
+            stated += 2 * max(1, _int(block.get("num_leaves"), f"tree {t}'s num_leaves", label)) - 1
+    check_structure(stated, n_raw, label)
     parts, n_ints = [], []
     split_features, split_gains, split_covers = [], [], []
     total_nodes = 0

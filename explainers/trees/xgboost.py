@@ -50,7 +50,7 @@ import numpy as np
 from .. import limits
 from ..errors import InvalidModelError
 from .ensemble import (MAX_CATEGORY_CODE, RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble,
-                       rule_record)
+                       check_structure, rule_record)
 from .native import NativeTreeClassifier, NativeTreeModel, file_bytes, native_model
 
 __all__ = ["read_xgboost", "xgboost_from_object", "decode_ubjson"]
@@ -782,6 +782,12 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
     ftypes = learner.get("feature_types") or None
     categories = _stored_categories(model, n_features)
 
+    stated_nodes = 0
+    for t, tree in enumerate(trees):  # what the file says the trees hold, before any array is built
+        tp = _obj(_field(_obj(tree, f"trees[{t}]"), "tree_param", f"XGBoost tree {t}"), f"XGBoost tree {t}.tree_param")
+        stated_nodes += _int(_field(tp, "num_nodes", f"XGBoost tree {t}.tree_param"),
+                             f"XGBoost tree {t}.tree_param.num_nodes", 1)
+    check_structure(stated_nodes, n_raw, "The XGBoost model")
     gain, cover_imp, count_imp = (np.zeros(n_features) for _ in range(3))
     parts, budget, dropped = [], limits.limit("nodes"), 0
     for t, tree in enumerate(trees):

@@ -1,0 +1,109 @@
+"""Memory from structure the file-size limits do not count (issue #28, item 3).
+
+A small file can state a large model: one-node trees for 65,536 classes (every node holds a
+value per class), an oblivious tree 24 levels deep. The readers compute the flattened size
+from what the file states (nodes x outputs) and refuse, naming the limit, before any array
+is built; the peak memory of the refusal stays within what the file's own bytes account for.
+"""
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from explainers import InvalidModelError
+from explainers.trees.catboost import read_catboost
+from explainers.trees.ensemble import structure_bytes
+from explainers.trees.lightgbm import read_lightgbm
+from explainers.trees.xgboost import read_xgboost
+from tests._work_bounds import file_budget, peak_allocation
+
+xgb = pytest.importorskip("xgboost")
+lgb = pytest.importorskip("lightgbm")
+cb = pytest.importorskip("catboost")
+
+
+def _refused(read, data, match="would take"):
+    with peak_allocation() as mem, pytest.raises(InvalidModelError, match=match) as err:
+        read(data)
+    # the parsed JSON itself takes up to ~30 bytes a byte (Python objects); the stated structure,
+    # gigabytes, is never allocated
+    assert mem.peak < file_budget(data, per_byte=32), (mem, len(data))
+    assert "GLASSBOX_MAX_MODEL_BYTES" in str(err.value)
+    return str(err.value)
+
+
+def test_xgboost_65536_classes_of_one_node_trees():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 2))
+    b = xgb.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 1}, xgb.DMatrix(X, np.arange(90) % 3), 1)
+    doc = json.loads(bytes(b.save_raw("json")))
+    k = 65_536
+    learner = doc["learner"]
+    learner["learner_model_param"]["num_class"] = str(k)
+    model = learner["gradient_booster"]["model"]
+    leaf = copy.deepcopy(model["trees"][0])
+    tp = leaf["tree_param"]
+    tp["num_nodes"] = "1"
+    for key in ("left_children", "right_children", "parents", "split_indices", "split_conditions",
+                "split_type", "default_left", "base_weights", "loss_changes", "sum_hessian"):
+        if key in leaf:
+            leaf[key] = [leaf[key][0]] if key not in ("left_children", "right_children") else [-1]
+    leaf["parents"] = [2147483647]
+    n_trees = 5_000  # under the tree-count limit: 5,000 one-node trees, a value for each class in each
+    trees = []
+    for t in range(n_trees):
+        tree = dict(leaf)
+        tree["id"] = t
+        trees.append(tree)
+    model["trees"] = trees
+    model["tree_info"] = list(range(n_trees))
+    model["gbtree_model_param"]["num_trees"] = str(n_trees)
+    if "iteration_indptr" in model:
+        model["iteration_indptr"] = [0, n_trees]
+    data = json.dumps(doc).encode()
+    assert len(data) < 30 << 20
+    message = _refused(read_xgboost, data)
+    assert "5,000 tree nodes with 65,536 output(s)" in message
+
+
+def test_lightgbm_as_many_classes_as_one_leaf_trees():
+    k = 20_000
+    head = ["tree", "version=v4", f"num_class={k}", f"num_tree_per_iteration={k}", "label_index=0",
+            "max_feature_idx=1", "objective=multiclass num_class=" + str(k), "feature_names=a b",
+            "feature_infos=[-1:1] [-1:1]", ""]
+    body = []
+    for t in range(k):
+        body += [f"Tree={t}", "num_leaves=1", "num_cat=0", "leaf_value=0.5", "leaf_weight=1", "leaf_count=1",
+                 "shrinkage=1", ""]
+    data = ("\n".join(head + body) + "\nend of trees\n").encode()
+    message = _refused(read_lightgbm, data)
+    assert f"{k:,} tree nodes with {k:,} output(s)" in message
+
+
+def test_catboost_deep_oblivious_tree(monkeypatch):
+    """Depth 16 under an 8 MB limit stands for the report's depth 24 (96 MiB of JSON) under 2 GB."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    model = cb.CatBoostRegressor(iterations=1, depth=2, verbose=0, allow_writing_files=False).fit(X, X[:, 0])
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.json")
+        model.save_model(path, format="json")
+        doc = json.load(open(path))
+    depth = 16
+    tree = doc["oblivious_trees"][0]
+    split = tree["splits"][0]
+    tree["splits"] = [dict(split) for _ in range(depth)]
+    tree["leaf_values"] = [0.0] * (1 << depth)
+    tree["leaf_weights"] = [1.0] * (1 << depth)
+    data = json.dumps(doc).encode()
+    monkeypatch.setenv("GLASSBOX_MAX_MODEL_BYTES", str(8 << 20))
+    assert structure_bytes((2 << depth) - 1, 1) > 8 << 20
+    _refused(read_catboost, data)
+    monkeypatch.setenv("GLASSBOX_MAX_MODEL_BYTES", str(64 << 20))  # the same file under a higher limit reads
+    assert read_catboost(data).ensemble.max_depth == depth
