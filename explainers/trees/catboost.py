@@ -476,6 +476,12 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
         for code, h in enumerate(ordered):
             code_of[(col, h)] = code
 
+    # one-hot rule records: a node at split l of a depth-d tree is one of 2**(d-1-l), each holding
+    # the words of its set; counted before any is built (categories numbering in the thousands
+    # made this grow with their square)
+    rule_words = sum((1 << (len(levels) - 1 - l)) * (code_of[(col, h)] // 64 + 3)
+                     for levels, _, _ in per_tree for l, (col, _, _, h) in enumerate(levels) if h is not None)
+    check_structure(total_nodes, k, label, rule_words=rule_words)
     parts = []
     has_weights = True
     split_count = np.zeros(n_features)
@@ -500,7 +506,7 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
                 continue
             code = code_of[(col, h)]
             # the named category goes right, every other code (and unknown ones) left
-            go_left = [c for c in range(64 * (code // 64 + 1)) if c != code]
+            go_left = np.delete(np.arange(64 * (code // 64 + 1)), code)
             rules_of_level.append(rule_record(RULE_CATEGORICAL | RULE_OTHER_LEFT, go_left))
         parts.append(_tree_parts(levels, lv, _floor_weights(lw), k, rules_of_level))
 

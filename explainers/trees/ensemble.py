@@ -383,16 +383,18 @@ def structure_bytes(n_nodes: int, n_raw: int) -> int:
     return int(n_nodes) * (8 * max(1, int(n_raw)) + NODE_BYTES)
 
 
-def check_structure(n_nodes: int, n_raw: int, label: str) -> None:
+def check_structure(n_nodes: int, n_raw: int, label: str, rule_words: int = 0) -> None:
     """Refuse, before any array is built, trees whose flattened form would exceed ``model_bytes``:
-    the cost is computed from the structure the file states (nodes x outputs), not from its size."""
+    the cost is computed from the structure the file states (nodes x outputs, and the words of
+    the categorical sets), not from its size."""
     from .. import limits
     from ..errors import InvalidModelError
 
-    need = structure_bytes(n_nodes, n_raw)
+    need = structure_bytes(n_nodes, n_raw) + 8 * int(rule_words)
     if need > limits.limit("model_bytes"):
+        sets = f" and {int(rule_words):,} words of category sets" if rule_words else ""
         raise InvalidModelError(
-            f"{label}: its {int(n_nodes):,} tree nodes with {int(n_raw):,} output(s) each would take "
+            f"{label}: its {int(n_nodes):,} tree nodes with {int(n_raw):,} output(s) each{sets} would take "
             f"{limits.fmt('model_bytes', need)} once read, {limits.over('model_bytes')}.")
 
 
