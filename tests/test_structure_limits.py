@@ -141,3 +141,33 @@ def test_catboost_thousands_of_one_hot_categories(monkeypatch):
     # the category sets' words are counted before they are built: a low limit refuses by name
     monkeypatch.setenv("GLASSBOX_MAX_MODEL_BYTES", str(1536 << 10))  # the file fits, its sets do not
     _refused(read_catboost, data, match="words of category sets")
+
+
+def test_xgboost_sets_naming_code_65535(monkeypatch, tmp_path):
+    """Categorical splits naming code 65535 (a 104 KB file cost 71 s): each set is 1,026 words
+    built from a few bytes of the file, routed as XGBoost routes it, and counted as it is built."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"k": pd.Categorical(rng.choice(list("abcd"), 400)), "x": rng.normal(size=400)})
+    y = (X.k == "b") * 2.0 + X.x
+    b = xgb.XGBRegressor(n_estimators=60, max_depth=2, enable_categorical=True, tree_method="hist",
+                         max_cat_to_onehot=1).fit(X, y).get_booster()
+    doc = json.loads(bytes(b.save_raw("json")))
+    n_sets = 0
+    for tree in doc["learner"]["gradient_booster"]["model"]["trees"]:
+        if tree.get("categories"):
+            tree["categories"] = [65535 for _ in tree["categories"]]
+            n_sets += len(tree["categories_nodes"])
+    assert n_sets >= 30
+    data = json.dumps(doc).encode()
+    model = read_xgboost(data)
+    lib = xgb.Booster()
+    (tmp_path / "m.json").write_bytes(data)
+    lib.load_model(str(tmp_path / "m.json"))
+    codes = np.column_stack([np.array([0, 1, 2, 3, 65535, 65534], float), np.zeros(6)])
+    dm = xgb.DMatrix(codes, feature_names=["k", "x"], feature_types=["c", "q"], enable_categorical=True)
+    np.testing.assert_allclose(model.predict(codes), lib.predict(dm), rtol=1e-6, atol=1e-6)
+    monkeypatch.setenv("GLASSBOX_MAX_MODEL_BYTES", str(200 << 10))  # the file fits; its sets do not
+    assert len(data) < 200 << 10
+    _refused(read_xgboost, data, match="words of category sets")

@@ -612,9 +612,11 @@ def read_lightgbm(data: bytes, *, name: str = "") -> NativeTreeModel:
     check_structure(stated, n_raw, label)
     parts, n_ints = [], []
     split_features, split_gains, split_covers = [], [], []
-    total_nodes = 0
+    total_nodes, rule_words = 0, 0
     for t, (_, block) in enumerate(blocks):
         part, feats, gains, n_int = _tree_part(block, t, n_raw, t % n_raw, label)
+        rule_words += sum(len(r) for r in part[8].values()) if part[8] else 0
+        check_structure(stated, n_raw, label, rule_words=rule_words)
         total_nodes += len(part[0])
         if total_nodes > limits.limit("nodes"):
             raise InvalidModelError(f"{label} has more than {total_nodes:,} tree nodes, {limits.over('nodes')}.")

@@ -789,7 +789,7 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
                              f"XGBoost tree {t}.tree_param.num_nodes", 1)
     check_structure(stated_nodes, n_raw, "The XGBoost model")
     gain, cover_imp, count_imp = (np.zeros(n_features) for _ in range(3))
-    parts, budget, dropped = [], limits.limit("nodes"), 0
+    parts, budget, dropped, rule_words = [], limits.limit("nodes"), 0, 0
     for t, tree in enumerate(trees):
         w = 1.0 if weights is None else float(weights[t])
         part, used, pruned = _tree_part(tree, t, n_features, n_raw, int(tree_output[t]), w, budget,
@@ -797,6 +797,9 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
         parts.append(part)
         budget -= used
         dropped += pruned
+        rule_words += sum(len(r) for r in part[8].values()) if len(part) > 8 and part[8] else 0
+        check_structure(stated_nodes, n_raw, "The XGBoost model", rule_words=rule_words)  # a set naming code
+        # 65535 is 1,026 words built from six bytes of the file: counted as they are built
     if dropped:
         notes.append(f"{dropped} tree(s) hold nodes pruned away (unreachable from the root); they are left out.")
 
