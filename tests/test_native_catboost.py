@@ -454,3 +454,28 @@ def test_tree_limit(monkeypatch):
     monkeypatch.setenv("GLASSBOX_MAX_NODES", "10")
     with pytest.raises(InvalidModelError, match="GLASSBOX_MAX_NODES"):
         read_catboost(json.dumps(_small_doc()).encode())
+
+
+@pytest.mark.parametrize("change", ["split_index", "border", "feature"])
+def test_two_faced_split_is_refused(tmp_path, change):
+    """A float split states its feature and border twice (float_feature_index/border and
+    split_index into the borders, which CatBoost follows); 68 fuzz mutants made them disagree and
+    loaded without a note, predicting up to 5.5 apart from CatBoost (issue #28)."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    model = CatBoostRegressor(iterations=4, depth=3, verbose=0, random_seed=0, allow_writing_files=False)
+    model.fit(X, X[:, 0] + X[:, 1])
+    path = tmp_path / "m.json"
+    model.save_model(str(path), format="json")
+    doc = json.loads(path.read_text())
+    read_catboost(json.dumps(doc).encode())  # as saved: it reads
+    split = doc["oblivious_trees"][0]["splits"][0]
+    n_borders = sum(len(f["borders"]) for f in doc["features_info"]["float_features"])
+    if change == "split_index":
+        split["split_index"] = (split["split_index"] + 1) % n_borders
+    elif change == "border":
+        split["border"] = split["border"] + 0.25
+    else:
+        split["float_feature_index"] = (split["float_feature_index"] + 1) % 3
+    with pytest.raises(InvalidModelError, match="CatBoost follows split_index"):
+        read_catboost(json.dumps(doc).encode())

@@ -596,3 +596,47 @@ def test_batch_reads_a_file_whose_columns_have_spaces(tmp_path):
     np.testing.assert_allclose(out[["shap_Monthly_income_($)", "shap_Age_(years)"]].to_numpy(), want, atol=1e-12)
     res = load_attributions(tmp_path / "out", sample=20)
     assert res.params["data_source"] == "data file" and not res.data.isna().any().any()
+
+
+def test_categorical_inputs_are_cut_toward_zero_as_lightgbm_does():
+    """LightGBM casts a categorical input to int (−0.5 and −0.99 are category 0, 1.7 is 1);
+    Glassbox sent (−1, 0) where unknown categories go (2.4008 against 1.1482 in the report)."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    X = pd.DataFrame({"c": rng.integers(0, 5, n).astype(float), "x": rng.normal(size=n)})
+    y = np.where(X.c == 0, 2.0, np.where(X.c == 1, -1.0, 0.5)) + X.x * 0.1
+    b = lgb.train({"verbose": -1, "min_data_per_group": 5, "cat_smooth": 1, "num_leaves": 8},
+                  lgb.Dataset(X, y, categorical_feature=["c"]), 5)
+    model = read_lightgbm(b.model_to_string().encode())
+    vals = np.array([-0.5, -0.99, -1.0, -1.5, 0.5, 0.99, 1.7, 4.2, 5.0, 63.9, 64.0, 1e10, -1e10,
+                     2.0 ** 31 + 0.5, np.nan, -0.0])
+    rows = np.column_stack([vals, rng.normal(size=len(vals))])
+    lib = b.predict(rows)
+    assert lib[0] != b.predict(np.array([[-1.0, rows[0, 1]]]))[0]  # the case that differed
+    np.testing.assert_allclose(model.predict(rows), lib, rtol=0, atol=1e-12)
+    res = TreeShap(model).explain(rows)
+    np.testing.assert_allclose(res.values.sum(axis=1) + res.base_values, lib, rtol=0, atol=1e-9)
+    # a grid value goes down the trees as an input does (PD's grids hold categories, but the walk
+    # takes any value)
+    from explainers.trees.walks import grid_codes
+
+    assert list(grid_codes(model.ensemble, 0, np.array([-0.5, 1.7, -1.5]))) == [0.0, 1.0, -1.0]
+
+
+@pytest.mark.parametrize("field, value", [("leaf_count", "inf"), ("internal_count", "5e-324"),
+                                          ("leaf_count", "-1"), ("internal_count", "0"), ("leaf_count", "2.5"),
+                                          ("internal_count", "nan")])
+def test_counts_lightgbm_refuses_are_refused(field, value):
+    """Counts LightGBM itself refuses loaded here and gave NaN/inf SHAP values without an error."""
+    import re as _re
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 3))
+    b = lgb.train({"verbose": -1, "num_leaves": 4}, lgb.Dataset(X, X[:, 0]), 2)
+    text = b.model_to_string()
+    line = _re.search(rf"^{field}=(.*)$", text, flags=_re.M)
+    numbers = line.group(1).split()
+    numbers[0] = value
+    bad = text.replace(line.group(0), f"{field}={' '.join(numbers)}", 1)
+    with pytest.raises(InvalidModelError, match=f"{field} is .*whole number"):
+        read_lightgbm(bad.encode())

@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import InvalidModelError
-from .ensemble import RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble, rule_record
+from .ensemble import RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble, check_structure, rule_record
 from .native import NativeTreeModel, file_bytes, native_model
 
 __all__ = ["read_catboost", "cbm_to_json", "catboost_from_object", "CTR_MESSAGE"]
@@ -218,6 +218,7 @@ def _features(doc: dict):
                                 f"{limits.over('features')}.")
     columns = {}  # flat index -> (name, kind)
     float_col, nan_right = {}, {}
+    split_table: list = []  # split_index -> (float feature index, border): the borders in file order
     cat_col = {}
     for kind, items in (("float", floats), ("categorical", cats)):
         for i, f in enumerate(items):
@@ -234,6 +235,7 @@ def _features(doc: dict):
                 if own in float_col:
                     raise _bad(f"{where}: two float features have feature_index {own}.")
                 float_col[own] = flat
+                split_table.extend((own, b) for b in _borders(f, where))
                 treat = _get(f, "nan_value_treatment", str, where, "AsIs")
                 if treat not in _NAN_TREATMENTS:
                     raise _bad(f"{where}: nan_value_treatment {treat!r} is not one of {list(_NAN_TREATMENTS)}.")
@@ -256,10 +258,30 @@ def _features(doc: dict):
         h = _get(item, "hash", int, where)
         value = _get(item, "value", str, where)
         hashes[h & 0xFFFFFFFF] = value
-    return n_features, names, float_col, nan_right, cat_col, hashes
+    return n_features, names, float_col, nan_right, cat_col, hashes, split_table
 
 
-def _splits(tree: dict, t: int, float_col, nan_right, cat_col, cat_values):
+def _borders(feature: dict, where: str) -> list:
+    """A float feature's borders as listed (what the splits' ``split_index`` counts through)."""
+    borders = _get(feature, "borders", list, where, [])
+    return [_number(b, f"{where}.borders[{i}]") for i, b in enumerate(borders)]
+
+
+def _check_split_index(s: dict, f: int, border: float, split_table: list, where: str) -> None:
+    """A float split states its feature and border twice: as ``float_feature_index`` / ``border``
+    and as ``split_index`` into the features' borders, which CatBoost follows. The two must
+    agree, or the file would be explained as a model CatBoost does not run."""
+    if "split_index" not in s or not split_table:
+        return
+    idx = _get(s, "split_index", int, where)
+    if not 0 <= idx < len(split_table) or split_table[idx] != (f, border):
+        said = split_table[idx] if 0 <= idx < len(split_table) else None
+        raise _bad(f"{where} says float_feature_index={f}, border={border!r} but its split_index {idx} names "
+                   + (f"float feature {said[0]}, border {said[1]!r}" if said else "no border of the file")
+                   + "; CatBoost follows split_index, so the file is not one model.")
+
+
+def _splits(tree: dict, t: int, float_col, nan_right, cat_col, cat_values, split_table=()):
     """The levels of one oblivious tree: (column, threshold, NaN goes left, category hash or None)."""
     levels = []
     ctr = []
@@ -271,6 +293,7 @@ def _splits(tree: dict, t: int, float_col, nan_right, cat_col, cat_values):
             if f not in float_col:
                 raise _bad(f"{where} splits on float feature {str(f)[:20]}, which features_info does not list.")
             border = _number(_get(s, "border", (int, float), where), f"{where}.border")
+            _check_split_index(s, f, border, split_table, where)
             levels.append((float_col[f], border, not nan_right[f], None))
         elif kind == "OneHotFeature":
             f = _get(s, "cat_feature_index", int, where)
@@ -384,7 +407,7 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
             )
         raise _bad("The file has no 'oblivious_trees'.")
     loss, objective = _loss(doc)
-    n_features, names, float_col, nan_right, cat_col, hashes = _features(doc)
+    n_features, names, float_col, nan_right, cat_col, hashes, split_table = _features(doc)
 
     trees = _get(doc, "oblivious_trees", list, "The file")
     if not trees:
@@ -409,7 +432,7 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
     per_tree, ctr, total_nodes = [], [], 0
     for t, tree in enumerate(trees):
         where = f"oblivious_trees[{t}]"
-        levels, ctr_t = _splits(tree, t, float_col, nan_right, cat_col, cat_values)
+        levels, ctr_t = _splits(tree, t, float_col, nan_right, cat_col, cat_values, split_table)
         ctr += ctr_t
         if ctr_t:
             continue
@@ -426,6 +449,7 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
         total_nodes += (2 << d) - 1
         if total_nodes > limits.limit("nodes"):
             raise InvalidModelError(f"{label} has more than {total_nodes:,} tree nodes, {limits.over('nodes')}.")
+        check_structure(total_nodes, k, label)  # an oblivious tree of depth d is 2**(d+1) - 1 nodes
         per_tree.append((levels, values, weights))
     if ctr:
         raise InvalidModelError(CTR_MESSAGE.format(features=_ctr_columns(doc, cat_col, names)))
@@ -452,6 +476,12 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
         for code, h in enumerate(ordered):
             code_of[(col, h)] = code
 
+    # one-hot rule records: a node at split l of a depth-d tree is one of 2**(d-1-l), each holding
+    # the words of its set; counted before any is built (categories numbering in the thousands
+    # made this grow with their square)
+    rule_words = sum((1 << (len(levels) - 1 - l)) * (code_of[(col, h)] // 64 + 3)
+                     for levels, _, _ in per_tree for l, (col, _, _, h) in enumerate(levels) if h is not None)
+    check_structure(total_nodes, k, label, rule_words=rule_words)
     parts = []
     has_weights = True
     split_count = np.zeros(n_features)
@@ -476,7 +506,7 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
                 continue
             code = code_of[(col, h)]
             # the named category goes right, every other code (and unknown ones) left
-            go_left = [c for c in range(64 * (code // 64 + 1)) if c != code]
+            go_left = np.delete(np.arange(64 * (code // 64 + 1)), code)
             rules_of_level.append(rule_record(RULE_CATEGORICAL | RULE_OTHER_LEFT, go_left))
         parts.append(_tree_parts(levels, lv, _floor_weights(lw), k, rules_of_level))
 

@@ -134,6 +134,10 @@ class TreeEnsemble:
         Whether numbers in a categorical column of a data frame are the category
         codes themselves (XGBoost and LightGBM read them so; see
         :func:`codes_given`) rather than labels to look up.
+    truncate_codes : bool
+        Whether a categorical input is cut toward zero before its set is looked up,
+        as LightGBM's ``static_cast<int>`` does (−0.5 is category 0 there; XGBoost
+        sends it where unknown categories go).
     """
 
     feature: np.ndarray
@@ -157,6 +161,7 @@ class TreeEnsemble:
     categories: tuple | None = None
     missing_value: float | None = None
     numeric_codes: bool = False
+    truncate_codes: bool = False
 
     def __post_init__(self):
         if self.cat_start is None:
@@ -227,7 +232,24 @@ class TreeEnsemble:
         if self.float32_inputs:
             with np.errstate(over="ignore"):
                 arr = arr.astype(np.float32).astype(np.float64)
-        return np.ascontiguousarray(self.as_missing(arr))
+        return np.ascontiguousarray(self.truncated(self.as_missing(arr)))
+
+    def truncated(self, arr: np.ndarray) -> np.ndarray:
+        """Rows ``arr`` with their categorical columns cut toward zero where
+        :attr:`truncate_codes`; ``arr`` itself otherwise."""
+        cats = self._code_columns() if self.truncate_codes and arr.ndim == 2 else []
+        if not cats:
+            return arr
+        arr = np.array(arr, dtype=np.float64, copy=True)
+        arr[:, cats] = np.trunc(arr[:, cats])
+        return arr
+
+    def _code_columns(self) -> list[int]:
+        cached = self.__dict__.get("_code_cols")
+        if cached is None:
+            cached = self.categorical_features()
+            object.__setattr__(self, "_code_cols", cached)
+        return cached
 
     def as_missing(self, arr: np.ndarray) -> np.ndarray:
         """``arr`` (inputs as the trees compare them) with the values equal to
@@ -350,6 +372,32 @@ class TreeEnsemble:
         return self.transform_raw(self.predict_raw(X))
 
 
+#: bytes one node of a TreeEnsemble takes besides its leaf values (feature, threshold, children,
+#: missing way, cover, rule start; and the walks' packed copy)
+NODE_BYTES = 72
+
+
+def structure_bytes(n_nodes: int, n_raw: int) -> int:
+    """Memory the flattened trees of ``n_nodes`` nodes and ``n_raw`` outputs take: every node
+    holds a value per output (a multiclass file's one-node trees too) besides its own fields."""
+    return int(n_nodes) * (8 * max(1, int(n_raw)) + NODE_BYTES)
+
+
+def check_structure(n_nodes: int, n_raw: int, label: str, rule_words: int = 0) -> None:
+    """Refuse, before any array is built, trees whose flattened form would exceed ``model_bytes``:
+    the cost is computed from the structure the file states (nodes x outputs, and the words of
+    the categorical sets), not from its size."""
+    from .. import limits
+    from ..errors import InvalidModelError
+
+    need = structure_bytes(n_nodes, n_raw) + 8 * int(rule_words)
+    if need > limits.limit("model_bytes"):
+        sets = f" and {int(rule_words):,} words of category sets" if rule_words else ""
+        raise InvalidModelError(
+            f"{label}: its {int(n_nodes):,} tree nodes with {int(n_raw):,} output(s) each{sets} would take "
+            f"{limits.fmt('model_bytes', need)} once read, {limits.over('model_bytes')}.")
+
+
 def rule_record(flags: int, categories=()) -> np.ndarray:
     """One node rule as stored in ``cat_bits``: ``[k, flags, k words of the set]``.
 
@@ -365,8 +413,8 @@ def rule_record(flags: int, categories=()) -> np.ndarray:
         )
     k = int(cats.max()) // 64 + 1 if cats.size else 0
     words = np.zeros(k, np.uint64)
-    for c in cats:
-        words[c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+    if cats.size:  # one vectorised pass: a set of 65,536 codes was a Python loop of that length per node
+        np.bitwise_or.at(words, cats >> 6, np.left_shift(np.uint64(1), (cats & 63).astype(np.uint64)))
     return np.concatenate([np.asarray([k, flags], np.int64), words.view(np.int64)])
 
 
@@ -426,7 +474,7 @@ def encode_categories(X, categories, numeric_codes: bool = False) -> np.ndarray:
 
 
 def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_features, model_name,
-             categories=None, numeric_codes: bool = False) -> TreeEnsemble:
+             categories=None, numeric_codes: bool = False, truncate_codes: bool = False) -> TreeEnsemble:
     """Join per-tree arrays into one :class:`TreeEnsemble`.
 
     ``parts`` holds one tuple per tree, as a reader produces it:
@@ -481,6 +529,7 @@ def assemble(parts, tree_output, *, base, scale, transform, float32_inputs, n_fe
         cat_bits=cat_bits,
         categories=tuple(categories) if categories is not None else None,
         numeric_codes=bool(numeric_codes),
+        truncate_codes=bool(truncate_codes),
     )
 
 

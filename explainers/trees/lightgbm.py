@@ -65,7 +65,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import InvalidModelError
-from .ensemble import RULE_CATEGORICAL, RULE_ZERO_MISSING, assemble, rule_record
+from .ensemble import RULE_CATEGORICAL, RULE_ZERO_MISSING, assemble, check_structure, rule_record
 from .native import NativeTreeModel, file_bytes, native_model
 
 __all__ = ["read_lightgbm", "lightgbm_from_object"]
@@ -353,9 +353,7 @@ def _tree_part(block: dict, t: int, n_raw: int, column: int, label: str):
     leaf_value = _array(block, "leaf_value", n_leaves, float, where)
     if not np.isfinite(leaf_value).all():
         raise _damaged(f"{where}, leaf {int(np.flatnonzero(~np.isfinite(leaf_value))[0])}: the leaf value is not finite.")
-    leaf_count = _array(block, "leaf_count", n_leaves, float, where)
-    if (leaf_count < 0).any():
-        raise _damaged(f"{where}: leaf_count holds the negative count {int(leaf_count.min())}.")
+    leaf_count = _counts(_array(block, "leaf_count", n_leaves, float, where), "leaf_count", where, 0)
 
     feature = np.full(n, -1, np.int64)
     threshold = np.full(n, np.nan)
@@ -387,9 +385,7 @@ def _tree_part(block: dict, t: int, n_raw: int, column: int, label: str):
         gains = np.zeros(n_int)
     if not np.isfinite(gains).all():
         raise _damaged(f"{where}: split_gain holds a value that is not finite.")
-    if (internal_count <= 0).any():
-        node = int(np.flatnonzero(internal_count <= 0)[0])
-        raise _damaged(f"{where}, node {node}: internal_count is {internal_count[node]:g}; a split holds data.")
+    _counts(internal_count, "internal_count", where, 1)  # a split holds data
     for side, child in (("left", lc), ("right", rc)):
         bad = (child >= n_int) | (child < -n_leaves)
         if bad.any():
@@ -506,6 +502,18 @@ def _categories(header, params, pandas_text, names, n_features, tree_cat_feature
 
 
 # -------------------------------------------------------------- internal values
+def _counts(counts: np.ndarray, name: str, where: str, least: int) -> np.ndarray:
+    """Row counts as LightGBM writes them: whole numbers from ``least`` up to 2**53, each
+    finite (it refuses ``inf`` and ``5e-324``; Tree SHAP would give NaN from them)."""
+    bad = ~np.isfinite(counts) | (counts < least) | (counts > 2.0 ** 53) | (counts != np.round(counts))
+    if bad.any():
+        node = int(np.flatnonzero(bad)[0])
+        sign = "the negative count " if counts[node] < 0 else ""
+        raise _damaged(f"{where}, node {node}: {name} is {sign}{counts[node]:g}; a count of rows is a whole "
+                       f"number of at least {least}.")
+    return counts
+
+
 def _internal_values(parts, n_ints):
     """Fill each split's value with the count-weighted mean of its children (bottom up)."""
     sizes = [len(p[0]) for p in parts]
@@ -597,11 +605,18 @@ def read_lightgbm(data: bytes, *, name: str = "") -> NativeTreeModel:
         raise _damaged(f"{label} holds {len(blocks)} trees, not a multiple of num_tree_per_iteration={per_iter}.")
     n_raw = per_iter if transform == "softmax" else 1
 
+    stated = 0
+    for t, (_, block) in enumerate(blocks):  # what the file says the trees hold, before any array
+        if "num_leaves" in block:
+            stated += 2 * max(1, _int(block.get("num_leaves"), f"tree {t}'s num_leaves", label)) - 1
+    check_structure(stated, n_raw, label)
     parts, n_ints = [], []
     split_features, split_gains, split_covers = [], [], []
-    total_nodes = 0
+    total_nodes, rule_words = 0, 0
     for t, (_, block) in enumerate(blocks):
         part, feats, gains, n_int = _tree_part(block, t, n_raw, t % n_raw, label)
+        rule_words += sum(len(r) for r in part[8].values()) if part[8] else 0
+        check_structure(stated, n_raw, label, rule_words=rule_words)
         total_nodes += len(part[0])
         if total_nodes > limits.limit("nodes"):
             raise InvalidModelError(f"{label} has more than {total_nodes:,} tree nodes, {limits.over('nodes')}.")
@@ -650,6 +665,7 @@ def read_lightgbm(data: bytes, *, name: str = "") -> NativeTreeModel:
         parts, [t % n_raw for t in range(len(parts))], base=np.zeros(n_raw), scale=scale,
         transform=transform, float32_inputs=False, n_features=n_features,
         model_name=f"LightGBM {boosting} ({obj_name})", categories=categories, numeric_codes=True,
+        truncate_codes=True,
     )
     classes = np.arange(2 if transform == "sigmoid" else n_raw) if task == "classification" else None
     return native_model(

@@ -99,7 +99,10 @@ def grid_codes(ens, f: int, grid) -> np.ndarray:
     if ens.float32_inputs:
         with np.errstate(over="ignore"):
             g = g.astype(np.float32).astype(np.float64)
-    return ens.as_missing(g)
+    g = ens.as_missing(g)
+    if ens.truncate_codes and f in ens.categorical_features():
+        g = np.trunc(g)
+    return g
 
 
 def grid_slices(ens, f: int, grid_cmp: np.ndarray):

@@ -50,7 +50,7 @@ import numpy as np
 from .. import limits
 from ..errors import InvalidModelError
 from .ensemble import (MAX_CATEGORY_CODE, RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble,
-                       rule_record)
+                       check_structure, rule_record)
 from .native import NativeTreeClassifier, NativeTreeModel, file_bytes, native_model
 
 __all__ = ["read_xgboost", "xgboost_from_object", "decode_ubjson"]
@@ -782,8 +782,14 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
     ftypes = learner.get("feature_types") or None
     categories = _stored_categories(model, n_features)
 
+    stated_nodes = 0
+    for t, tree in enumerate(trees):  # what the file says the trees hold, before any array is built
+        tp = _obj(_field(_obj(tree, f"trees[{t}]"), "tree_param", f"XGBoost tree {t}"), f"XGBoost tree {t}.tree_param")
+        stated_nodes += _int(_field(tp, "num_nodes", f"XGBoost tree {t}.tree_param"),
+                             f"XGBoost tree {t}.tree_param.num_nodes", 1)
+    check_structure(stated_nodes, n_raw, "The XGBoost model")
     gain, cover_imp, count_imp = (np.zeros(n_features) for _ in range(3))
-    parts, budget, dropped = [], limits.limit("nodes"), 0
+    parts, budget, dropped, rule_words = [], limits.limit("nodes"), 0, 0
     for t, tree in enumerate(trees):
         w = 1.0 if weights is None else float(weights[t])
         part, used, pruned = _tree_part(tree, t, n_features, n_raw, int(tree_output[t]), w, budget,
@@ -791,6 +797,9 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
         parts.append(part)
         budget -= used
         dropped += pruned
+        rule_words += sum(len(r) for r in part[8].values()) if len(part) > 8 and part[8] else 0
+        check_structure(stated_nodes, n_raw, "The XGBoost model", rule_words=rule_words)  # a set naming code
+        # 65535 is 1,026 words built from six bytes of the file: counted as they are built
     if dropped:
         notes.append(f"{dropped} tree(s) hold nodes pruned away (unreachable from the root); they are left out.")
 
