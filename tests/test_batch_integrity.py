@@ -298,3 +298,27 @@ def test_folder_of_an_earlier_version_still_reads_and_resumes(files, tmp_path):
     rep = explain_file(files / "rf.skops", files / "data.parquet", out, **KW)
     assert (rep.chunks_computed, rep.chunks_skipped) == (1, 5) and _run_id(out) == man["run_id"]
     assert load_attributions(out, sample=None).n_rows == 600
+
+
+@pytest.mark.parametrize("which", ["explain", "importance"])
+def test_a_missing_model_is_refused_before_any_worker_starts(tmp_path, monkeypatch, which):
+    """The workers were warmed up before the model path was read: a run refused on its path left
+    starting loky workers, whose manager thread printed a traceback before "error:" at exit."""
+    from explainers import InvalidModelError
+    from explainers.batch import explain as explain_mod
+    from explainers.batch import importance_run as importance_mod
+
+    mod = explain_mod if which == "explain" else importance_mod
+
+    def no_workers(*a, **k):
+        raise AssertionError("workers started for a run whose model file does not exist")
+
+    monkeypatch.setattr(mod, "_warmed", no_workers)
+    data = tmp_path / "d.csv"
+    data.write_text("a,b,y\n1,2,3\n")
+    with pytest.raises(InvalidModelError, match="does not exist"):
+        if which == "explain":
+            explain_mod.explain_file(str(tmp_path / "none.skops"), str(data), str(tmp_path / "out"))
+        else:
+            importance_mod.importance_file(str(tmp_path / "none.skops"), str(data), str(tmp_path / "out"),
+                                           target="y")

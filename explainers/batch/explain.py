@@ -26,7 +26,7 @@ from .manifest import (BACKGROUND, _check_not_foreign, _cleanup_on_error, _finis
 from .options import BATCH_METHODS, DEFAULT_BLOCK_ROWS, DEFAULT_CHUNK_ROWS, TREE_MODES, _check_common, _check_int
 from .results import _read_background
 from .run import BatchReport, ProgressCallback, _build_explainer, _run, _run_explainer, _Spec
-from .sources import (_Columns, _file_sha, _hash_source, _iter_frames, _open_model, _open_source,
+from .sources import (_Columns, _file_sha, _hash_source, _iter_frames, _open_model, _open_source, require_model_file,
                       _resolve_columns, _sample_background, _Source)
 
 
@@ -170,6 +170,7 @@ def explain_file(
                             block_rows=block_rows)
     out = Path(out).expanduser().resolve()
     _check_not_foreign(out)  # before the lock file is created in it
+    require_model_file(model, func)  # before the workers start
 
     with _locked(out) as claim, _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
         model_path, model_sha, est = _open_model(model, trusted, func)

@@ -22,7 +22,8 @@ from .manifest import (IMPORTANCE_CSV, _atomic_write_bytes, _check_not_foreign, 
                        _part_name, _prepare_out, _remove_tmp, _run_identity, _write_manifest)
 from .options import _CHUNK_METRIC, BATCH_SCORING, DEFAULT_CHUNK_ROWS, _check_common, _check_int
 from .run import ProgressCallback, _run, _Spec
-from .sources import _Columns, _hash_source, _iter_frames, _open_model, _open_source, _resolve_columns, _Source
+from .sources import (_Columns, _hash_source, _iter_frames, _open_model, _open_source, _resolve_columns, _Source,
+                      require_model_file)
 
 
 def importance_file(
@@ -90,6 +91,7 @@ def importance_file(
         raise param_error("target", func, "the name of the target column", target)
     out = Path(out).expanduser().resolve()
     _check_not_foreign(out)  # before the lock file is created in it
+    require_model_file(model, func)  # before the workers start
     with _locked(out) as claim, _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
         model_path, model_sha, est = _open_model(model, trusted, func)
         scoring = _check_scoring(scoring, est, func)

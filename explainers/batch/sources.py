@@ -29,12 +29,19 @@ _CSV_BLOCK = 1 << 22
 
 
 # ======================================================================== model
-def _open_model(model, trusted: bool, func: str) -> tuple[Path, str, object]:
+def require_model_file(model, func: str) -> Path:
+    """The model's path, checked to be a file: before any worker starts (a run that fails on
+    its model path must not leave starting workers behind)."""
     if not isinstance(model, (str, os.PathLike)):
         raise param_error("model", func, "the path of a saved model file (.skops, or .joblib/.pkl if trusted)", type(model).__name__)
     path = Path(model).expanduser().resolve()
     if not path.is_file():
         raise InvalidModelError(f"The model file {str(path)!r} does not exist. Check the path.")
+    return path
+
+
+def _open_model(model, trusted: bool, func: str) -> tuple[Path, str, object]:
+    path = require_model_file(model, func)
     try:
         data = path.read_bytes()
     except OSError as exc:
