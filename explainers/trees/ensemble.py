@@ -237,14 +237,15 @@ class TreeEnsemble:
     def truncated(self, arr: np.ndarray) -> np.ndarray:
         """Rows ``arr`` with their categorical columns cut toward zero where
         :attr:`truncate_codes`; ``arr`` itself otherwise."""
-        cats = self._code_columns() if self.truncate_codes and arr.ndim == 2 else []
+        cats = self.code_columns() if self.truncate_codes and arr.ndim == 2 else []
         if not cats:
             return arr
         arr = np.array(arr, dtype=np.float64, copy=True)
         arr[:, cats] = np.trunc(arr[:, cats])
         return arr
 
-    def _code_columns(self) -> list[int]:
+    def code_columns(self) -> list[int]:
+        """:meth:`categorical_features`, computed once (inputs and grids read it on every call)."""
         cached = self.__dict__.get("_code_cols")
         if cached is None:
             cached = self.categorical_features()

@@ -100,7 +100,7 @@ def grid_codes(ens, f: int, grid) -> np.ndarray:
         with np.errstate(over="ignore"):
             g = g.astype(np.float32).astype(np.float64)
     g = ens.as_missing(g)
-    if ens.truncate_codes and f in ens.categorical_features():
+    if ens.truncate_codes and f in ens.code_columns():
         g = np.trunc(g)
     return g
 
