@@ -136,6 +136,11 @@ def h_predictions(ctx: ModelContext, n: int, overall_too: bool) -> int:
     """Model predictions brute-force H makes on the page's sample of ``n`` rows: the pairs of
     the heatmap's features (for a wide model, the :data:`MAX_FEATURES` with the most distinct
     values: an upper bound), and, when the features are ranked by it, every feature's overall H."""
+    return int(result_cache().get_or_compute(("ia_h_predictions", ctx.model_key, ctx.data_key, int(n), bool(overall_too)),
+                                             lambda: _count_h_predictions(ctx, n, overall_too)))
+
+
+def _count_h_predictions(ctx: ModelContext, n: int, overall_too: bool) -> int:
     from explainers.effects.hstat import brute_force_predictions
 
     rows = sample_rows(ctx, n)
