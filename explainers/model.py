@@ -172,6 +172,21 @@ def _offered(model, task: str) -> str:
     return ", ".join(parts)
 
 
+def _resolved_output(model, task: str, output: str) -> str:
+    """The output ``output="auto"`` stands for, decided once from the model: class
+    probabilities where the classifier has predict_proba, else its decision function
+    (the margin: SVC, LinearSVC, RidgeClassifier, SGDClassifier with hinge loss...).
+    A classifier with neither is refused here, never at predict time."""
+    if output != "auto" or task == "regression" or hasattr(model, "predict_proba"):
+        return output
+    if hasattr(model, "decision_function"):
+        return "raw"
+    raise InvalidModelError(
+        f"This {type(_final_step(model)).__name__} classifier has neither predict_proba nor "
+        "decision_function, so there is no score to explain (only its predicted labels). Fit a "
+        "classifier that gives probabilities or a decision function.")
+
+
 def _dense(X, absent: float = 0.0) -> np.ndarray:
     """X as a numpy array: a scipy sparse matrix densified (its absent entries ``absent``:
     0 as scikit-learn and LightGBM read them, NaN for XGBoost, which reads them as
@@ -388,7 +403,7 @@ class ModelAdapter:
                 f"output='raw' is the decision function (margin) of a classifier, which this "
                 f"{type(model).__name__} does not have. It offers: {_offered(model, self.task)}."
             )
-        self.output = output
+        self.output = _resolved_output(model, self.task, output)
         self.chunk_rows = int(chunk_rows)
         self.n_targets = _n_targets(model) if self.task == "regression" else 1
         self.target_names = None
