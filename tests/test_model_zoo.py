@@ -122,9 +122,9 @@ def test_multi_output_class_index_out_of_range(data):
         ModelAdapter(_multi_trees(X, Y)[0], target_names=["a", "b", "c"])
 
 
-def test_multi_output_permutation_importance_is_refused(data):
+def test_multi_output_permutation_importance_needs_every_target_or_one_output(data):
     X, Y = data
-    with pytest.raises(ExplainerError):
+    with pytest.raises(ExplainerError, match=r"predicts 2 targets.*class_index=j"):
         permutation_importance(_multi_trees(X, Y)[0], X, Y[:, 0], n_repeats=2)
 
 

@@ -79,8 +79,16 @@ def rows_left_out_note(n_left_out: int, n_rows: int) -> str:
             "no true value to score them against.")
 
 
-def check_y(y, n_rows: int, task: str, classes, func: str, *, allow_missing: bool = False) -> np.ndarray:
-    """Validate the target once at the entry point; return a 1-D array.
+def missing_rows(y) -> np.ndarray:
+    """Rows with an empty target cell (any of its columns, for a target of several columns)."""
+    mask = missing_target(y)
+    return mask.any(axis=1) if mask.ndim == 2 else mask
+
+
+def check_y(y, n_rows: int, task: str, classes, func: str, *, allow_missing: bool = False,
+            n_targets: int = 1) -> np.ndarray:
+    """Validate the target once at the entry point; return a 1-D array (or, for a
+    regressor of ``n_targets`` > 1 outputs given all its target columns, (n_rows, n_targets)).
 
     With ``allow_missing`` empty target cells (see :func:`missing_target`) are
     kept in the returned array, for the caller to leave those rows out; only the
@@ -91,6 +99,8 @@ def check_y(y, n_rows: int, task: str, classes, func: str, *, allow_missing: boo
             f"{func} needs the target y (the true values for the rows of X) to score the "
             "model; pass y, or pick the target column when loading the data."
         )
+    if n_targets > 1 and np.ndim(y) == 2 and np.shape(y)[1] == n_targets:
+        return _check_target_columns(np.asarray(y), n_rows, func, allow_missing)
     if isinstance(y, pd.DataFrame):
         if y.shape[1] != 1:
             raise InvalidDataError(
@@ -131,6 +141,21 @@ def check_y(y, n_rows: int, task: str, classes, func: str, *, allow_missing: boo
         return out
     _check_class_labels(arr[~empty], classes)
     return arr
+
+
+def _check_target_columns(arr: np.ndarray, n_rows: int, func: str, allow_missing: bool) -> np.ndarray:
+    """All the target columns of a regressor of several outputs, as floats (n_rows, k)."""
+    if len(arr) != n_rows:
+        raise InvalidDataError(
+            f"y has {len(arr)} rows but X has {n_rows}; pass the targets of the same rows.")
+    empty = missing_rows(arr)
+    if empty.all() or (empty.any() and not allow_missing):
+        raise InvalidDataError(
+            f"A target is empty in {int(empty.sum()):,} of {n_rows:,} rows; {func} needs every target of a "
+            "row to score it. Drop those rows.")
+    out = np.full(arr.shape, np.nan)
+    out[~empty] = _check_regression_target(np.asarray(arr[~empty])).astype(float)
+    return out
 
 
 def _check_regression_target(arr: np.ndarray) -> np.ndarray:

@@ -14,13 +14,13 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..errors import InvalidDataError, InvalidModelError, param_error
+from ..errors import InvalidDataError, param_error
 from ..model import ModelAdapter, detect_task
 from ..trees import tree_families
-from ._common import (DEFAULT_MAX_CELLS, Progress, check_int, check_progress, check_X, check_y, missing_target,
+from ._common import (DEFAULT_MAX_CELLS, Progress, check_int, check_progress, check_X, check_y, missing_rows,
                       rows_left_out_note, stack_copies)
 from .result import ImportanceResult, make_result
-from .scoring import Scorer
+from .scoring import SUPPORTED_SCORING, Scorer
 
 __all__ = ["permutation_importance"]
 
@@ -37,6 +37,7 @@ def permutation_importance(
     max_samples: float | int = 1.0,
     max_cells: int = DEFAULT_MAX_CELLS,
     progress: Progress | None = None,
+    class_index: int | None = None,
 ) -> ImportanceResult:
     """Hold-out permutation importance, equal to scikit-learn's, computed in batches.
 
@@ -53,7 +54,7 @@ def permutation_importance(
     model : fitted estimator or Pipeline
     X : DataFrame or array-like of shape (n_samples, n_features)
         Rows the model did not train on, ideally.
-    y : array-like of shape (n_samples,)
+    y : array-like of shape (n_samples,), or (n_samples, n_targets) for a regressor of several targets
         Their true target values (class labels for classifiers). Rows whose
         target is empty (NaN, None, blank text) are left out before anything is
         drawn or scored; ``params["n_rows_left_out"]`` and the description say
@@ -74,6 +75,10 @@ def permutation_importance(
         Upper bound on rows x columns of permuted copies built at once.
     progress : callable(done, total), default=None
         Called after each batch with the number of (feature, repeat) copies scored.
+    class_index : int, default=None
+        For a regressor of several targets: score only this output, against y's
+        column ``class_index`` (or a 1-D y holding that target). None scores all
+        outputs against y of shape (n, k), as scikit-learn does.
 
     Returns
     -------
@@ -115,18 +120,12 @@ def permutation_importance(
     progress = check_progress(progress, func)
     adapter = ModelAdapter(model)
     model = adapter.model  # a library object (XGBoost...) in the form the adapter explains
-    if adapter.task == "regression" and adapter.n_targets > 1:
-        raise InvalidModelError(
-            f"This {type(adapter.model).__name__} predicts {adapter.n_targets} targets at once; permutation "
-            "importance scores one prediction against one target column. Use mean |SHAP| for one "
-            "output, or fit one model per target."
-        )
     frame = check_X(adapter, X, func)
     n_given = len(frame)
-    y_arr = check_y(y, n_given, adapter.task, adapter.classes, func, allow_missing=True)
+    adapter, y_arr = _targets(adapter, y, n_given, class_index, scoring, func)
     sw = _check_sample_weight(sample_weight, n_given)
     # rows without a true value cannot be scored: leave them out, and say so
-    keep = ~missing_target(y_arr)
+    keep = ~missing_rows(y_arr)
     n_left_out = n_given - int(keep.sum())
     if n_left_out:
         frame = frame[keep].reset_index(drop=True)
@@ -165,6 +164,31 @@ def permutation_importance(
 
 
 # ------------------------------------------------------------------------------ inputs
+def _targets(adapter: ModelAdapter, y, n_rows: int, class_index, scoring, func: str):
+    """The adapter that predicts what is scored, and the checked target.
+
+    A regressor of several outputs is scored on all of them against y of shape
+    (n, k) (scikit-learn's multi-output score), or with ``class_index=j`` on output
+    j alone, against y's column j or a 1-D y (the true values of that output)."""
+    k = adapter.n_targets if adapter.task == "regression" else 1
+    if class_index is not None:
+        if k == 1:
+            raise param_error("class_index", func, "None for a model of one output", class_index)
+        if scoring is not None and (not isinstance(scoring, str) or scoring not in SUPPORTED_SCORING):
+            raise param_error("scoring", func, f"one of {list(SUPPORTED_SCORING)} or None when class_index "
+                              "picks one output", scoring)
+        adapter = adapter.with_output(None, class_index)
+    y_arr = check_y(y, n_rows, adapter.task, adapter.classes, func, allow_missing=True, n_targets=k)
+    if y_arr.ndim == 2 and class_index is not None:
+        return adapter, y_arr[:, class_index]
+    if k > 1 and class_index is None and y_arr.ndim == 1:
+        raise InvalidDataError(
+            f"This {type(adapter.model).__name__} predicts {k} targets ({', '.join(adapter.all_output_names)}) "
+            f"and y gives one column. Pass all {k} target columns (y of shape (n, {k})), or class_index=j "
+            "to score output j against this column.")
+    return adapter, y_arr
+
+
 def _check_sample_weight(sample_weight, n: int) -> np.ndarray | None:
     if sample_weight is None:
         return None

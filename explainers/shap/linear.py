@@ -102,11 +102,6 @@ def linear_coefficients(model) -> tuple[np.ndarray, np.ndarray]:
         )
     coef = np.atleast_2d(np.asarray(est.coef_, dtype=float))
     intercept = np.broadcast_to(np.asarray(est.intercept_, dtype=float).reshape(-1), (len(coef),)).copy()
-    if coef.shape[0] > 1 and not hasattr(est, "classes_"):
-        raise InvalidModelError(
-            f"{name} predicts {coef.shape[0]} targets; explain one target at a time "
-            "(fit one model per target) or use KernelShap."
-        )
     # fold x -> a * x + d (applied last-to-first) into the coefficients
     for step_name, step in reversed(steps[:-1]):
         ad = _affine(step)
