@@ -88,7 +88,7 @@ with st.sidebar:
         st.error(md(messages.for_page(exc)), icon=":material/error:")
         st.stop()
     choices = state.output_choices(ctx)
-    if ctx.classes is not None:
+    if ctx.classes is not None and choices is not None:
         st.selectbox(
             "Class", ctx.classes, help="The class whose probability the pages explain.",
             **state.bind(state.CLASS_INDEX, ctx.classes[-1] if ctx.task == "binary" else ctx.classes[0],
@@ -102,8 +102,9 @@ with st.sidebar:
     widgets.segment_picker(ctx)  # a segment to compare with the rest, where the user defined some
     state.segments_to_url()  # every run: a page switch from the sidebar starts from a bare URL
     st.caption(f"{md(ctx.card.get('model_type', ''))} · {ctx.task} · {len(ctx.X):,} rows")
-    if getattr(ctx.adapter, "explained", None):
-        st.caption(f"Explained: {md(ctx.adapter.explained)}")
+    explained = getattr(ctx.adapter, "explained", None) or state.margin_caption(ctx)
+    if explained:
+        st.caption(f"Explained: {md(explained)}")
     uploads.sync_shared_link(ctx.name == state.UPLOADED)  # ?ws= while a shared upload is shown
     widgets.share_box(ctx)  # what the page's link opens for others, and deleting a shared upload
     if state.pickles_trusted():

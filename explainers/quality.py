@@ -169,6 +169,7 @@ class ClassificationQuality:
     n_left_out: int = 0
     n_unknown: int = 0
     params: dict = field(default_factory=dict)
+    scale: str = "proba"
 
     def curve_index(self, class_index: int) -> int:
         """Position in ``roc``/``pr``/... of the curves of ``classes[class_index]``."""
@@ -258,7 +259,7 @@ def _check_target(y, n: int):
 
 
 # ------------------------------------------------------------ one entry point
-def quality(model, X, y, *, threshold: float = 0.5, class_index: int | None = None, n_bins: int = 10,
+def quality(model, X, y, *, threshold: float | None = None, class_index: int | None = None, n_bins: int = 10,
             output_index: int | None = None) -> "ClassificationQuality | RegressionQuality":
     """The quality of a fitted model on ``X`` against its target ``y``.
 
@@ -271,9 +272,13 @@ def quality(model, X, y, *, threshold: float = 0.5, class_index: int | None = No
         (``n_left_out``). Class labels are matched to the model's classes as text, so
         ``"1"`` in a CSV matches the class ``1``; labels the model does not know are
         left out too (``n_unknown``).
-    threshold : float in [0, 1], default=0.5
+    threshold : float, default=None
         Binary classifiers: a row is predicted ``classes[positive]`` when its probability
-        of that class is at least ``threshold``. Ignored otherwise (most probable class).
+        of that class is at least ``threshold`` (in [0, 1]; None: 0.5). A classifier without
+        predict_proba is scored on its decision function: a row is predicted
+        ``classes[positive]`` when that class's margin is above ``threshold`` (None: 0, the
+        model's own rule). Ignored for several classes (most probable class; the model's own
+        prediction for a decision function).
     class_index : int, default=None
         Binary: the positive class (default the second, ``classes[1]``). Multiclass: only
         recorded in ``params`` (every class gets its one-vs-rest curves).
@@ -308,13 +313,20 @@ def quality(model, X, y, *, threshold: float = 0.5, class_index: int | None = No
                     f"(0 to {k - 1}) with that output's target column as y.")
             pred = pred[:, int(output_index)]
         return regression_quality(y, pred)
-    if not hasattr(adapter.model, "predict_proba"):
-        raise InvalidModelError(
-            f"Model quality needs class probabilities, which this {type(adapter.model).__name__} does not "
-            "give (it has no predict_proba).")
+    if not hasattr(adapter.model, "predict_proba"):  # SVC, RidgeClassifier...: scored on the decision function
+        scores = adapter.with_output("raw", class_index=None).predict(X)
+        return classification_quality(y, scores, list(adapter.classes), threshold=threshold,
+                                      class_index=class_index, n_bins=n_bins, scale="margin",
+                                      labels=margin_labels(adapter, X))
     proba = adapter.with_output("proba", class_index=None).predict(X)
     return classification_quality(y, proba, list(adapter.classes), threshold=threshold,
                                   class_index=class_index, n_bins=n_bins)
+
+
+def margin_labels(adapter: ModelAdapter, X) -> np.ndarray:
+    """The positions in ``classes`` of a classifier's own predicted labels (its ``predict``)."""
+    position = {str(c): i for i, c in enumerate(adapter.classes)}
+    return np.array([position[str(v)] for v in adapter.predict_labels(X)], dtype=int)
 
 
 # ---------------------------------------------------------------- classifiers
@@ -332,20 +344,33 @@ def _encode(y, classes) -> tuple[np.ndarray, np.ndarray, int, int]:
     return keep[known], idx[known], n_blank, int((~known).sum())
 
 
-def classification_quality(y, proba, classes, *, threshold: float = 0.5, class_index: int | None = None,
-                           n_bins: int = 10) -> ClassificationQuality:
+def classification_quality(y, proba, classes, *, threshold: float | None = None, class_index: int | None = None,
+                           n_bins: int = 10, scale: str = "proba", labels=None) -> ClassificationQuality:
     """Quality of a classifier from its class probabilities ``proba`` (n, k) and targets ``y``.
 
     The work of :func:`quality` once the probabilities are known (the dashboard keeps them
-    between threshold changes). Parameters as there.
+    between threshold changes). Parameters as there, and:
+
+    scale : {"proba", "margin"}
+        ``"margin"``: ``proba`` is a decision function, (n,) for two classes (the margin of
+        ``classes[1]``) or (n, k). Curves and AUC rank rows by it; the calibration curve,
+        the Brier score and the log loss need probabilities and are left out (empty, NaN).
+    labels : array of int, default=None
+        With ``"margin"`` and several classes: the model's own predictions (positions in
+        ``classes``); else the class of highest margin.
     """
     classes = list(classes)
     k = len(classes)
-    proba = np.asarray(proba, dtype=float)
-    if proba.ndim != 2 or proba.shape[1] != k:
-        raise InvalidDataError(f"proba must have shape (n_samples, {k}) for {k} classes; got {proba.shape}.")
-    if not (isinstance(threshold, (int, float, np.floating, np.integer)) and 0 <= float(threshold) <= 1):
-        raise param_error("threshold", "quality", "a float in [0, 1]", threshold)
+    if scale not in ("proba", "margin"):
+        raise param_error("scale", "quality", "'proba' or 'margin'", scale)
+    margin = scale == "margin"
+    proba = _scores(proba, k, margin)
+    if threshold is None:
+        threshold = 0.0 if margin else 0.5
+    if not isinstance(threshold, (int, float, np.floating, np.integer)) or not (
+            np.isfinite(threshold) if margin else 0 <= float(threshold) <= 1):
+        raise param_error("threshold", "quality", "a finite float (a margin)" if margin else "a float in [0, 1]",
+                          threshold)
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
         raise param_error("n_bins", "quality", "an int >= 2", n_bins)
     y = _check_target(y, len(proba))
@@ -361,11 +386,14 @@ def classification_quality(y, proba, classes, *, threshold: float = 0.5, class_i
         if positive not in (0, 1):
             raise param_error("class_index", "quality", "0 or 1 for a binary classifier", class_index)
         threshold = float(threshold)
-        y_pred = np.where(p[:, positive] >= threshold, positive, 1 - positive)
+        # a decision function predicts the class above 0, as the model's predict does (0 itself:
+        # classes[1]); a probability, the class at or above the threshold
+        above = p[:, positive] > threshold if margin else p[:, positive] >= threshold
+        y_pred = np.where(above, positive, 1 - positive)
     else:
         positive = 0 if class_index is None else int(class_index)
         threshold = None
-        y_pred = np.argmax(p, axis=1)
+        y_pred = np.asarray(labels)[rows] if margin and labels is not None else np.argmax(p, axis=1)
     conf = ConfusionResult(classes, skm.confusion_matrix(y_true, y_pred, labels=np.arange(k)), threshold,
                            positive if binary else None)
     curve_classes = [positive] if binary else list(range(k))
@@ -374,30 +402,47 @@ def classification_quality(y, proba, classes, *, threshold: float = 0.5, class_i
         hit = (y_true == c).astype(int)
         rocs.append(roc(hit, p[:, c], label=classes[c]))
         prs.append(precision_recall(hit, p[:, c], label=classes[c]))
-        cals.append(calibration(hit, p[:, c], n_bins=n_bins, label=classes[c]))
+        if not margin:  # a margin is no probability: there is nothing to calibrate
+            cals.append(calibration(hit, p[:, c], n_bins=n_bins, label=classes[c]))
         gs.append(gains(hit, p[:, c], label=classes[c]))
     if binary:
         hit = (y_true == positive).astype(int)
-        metrics = threshold_metrics(hit, p[:, positive], threshold)
+        metrics = threshold_metrics(hit, (y_pred == positive).astype(float), 0.5)
+        metrics["threshold"] = threshold
         metrics["roc_auc"] = rocs[0].auc
         metrics["average_precision"] = prs[0].average_precision
-        metrics["brier"] = cals[0].brier
+        metrics["brier"] = float("nan") if margin else cals[0].brier
     else:
         metrics = {
             "accuracy": float(skm.accuracy_score(y_true, y_pred)),
             "balanced_accuracy": float(skm.balanced_accuracy_score(y_true, y_pred)),
             "macro_f1": float(skm.f1_score(y_true, y_pred, labels=np.arange(k), average="macro", zero_division=0)),
-            "roc_auc_ovr": (float(skm.roc_auc_score(y_true, p, multi_class="ovr", labels=np.arange(k)))
-                            if len(np.unique(y_true)) == k else float("nan")),
+            # one vs rest, macro: scikit-learn's multi_class="ovr" (which takes only probabilities) is
+            # the mean of the classes' own AUCs, and so it is on margins
+            "roc_auc_ovr": (float(np.mean([r.auc for r in rocs])) if margin else
+                            float(skm.roc_auc_score(y_true, p, multi_class="ovr", labels=np.arange(k))))
+                           if len(np.unique(y_true)) == k else float("nan"),
         }
-    metrics["log_loss"] = float(skm.log_loss(y_true, p, labels=np.arange(k)))
+    metrics["log_loss"] = float("nan") if margin else float(skm.log_loss(y_true, p, labels=np.arange(k)))
     metrics["rows"] = int(len(rows))
     return ClassificationQuality(
         task="binary" if binary else "multiclass", classes=classes, positive=positive, threshold=threshold,
         rows=rows, y_true=y_true, proba=p, y_pred=y_pred, confusion=conf, roc=rocs, pr=prs, calibration=cals,
         gains=gs, metrics=metrics, per_class=class_table(y_true, y_pred, p, classes),
         n_left_out=n_blank, n_unknown=n_unknown, params={"threshold": threshold, "class_index": class_index,
-                                                          "n_bins": n_bins})
+                                                          "n_bins": n_bins}, scale=scale)
+
+
+def _scores(proba, k: int, margin: bool) -> np.ndarray:
+    """Class probabilities (n, k), or margins: a binary decision function (n,) becomes the
+    margins of both classes, (-s, s)."""
+    proba = np.asarray(proba, dtype=float)
+    if margin and k == 2 and (proba.ndim == 1 or (proba.ndim == 2 and proba.shape[1] == 1)):
+        s = proba.reshape(-1)
+        proba = np.column_stack([-s, s])
+    if proba.ndim != 2 or proba.shape[1] != k:
+        raise InvalidDataError(f"proba must have shape (n_samples, {k}) for {k} classes; got {proba.shape}.")
+    return proba
 
 
 def confusion(y_true, y_pred, labels) -> ConfusionResult:

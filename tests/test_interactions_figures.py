@@ -119,7 +119,7 @@ def test_multiclass_picks_the_class(multi):
         expected = _off_diagonal(2 * res.mean_abs()[..., ci])
         off = ~np.eye(4, dtype=bool)
         np.testing.assert_allclose(z[off], expected[off], rtol=1e-13, atol=0)
-        assert output_label(res, ci) == f"log-odds({res.output_names[ci]})"
+        assert output_label(res, ci) == f"margin({res.output_names[ci]})"  # softmax scores, not log-odds
     strength = interaction_strength(res, class_index=2)
     np.testing.assert_allclose(strength.to_numpy()[~np.eye(4, dtype=bool)],
                                (2 * res.mean_abs()[..., 2])[~np.eye(4, dtype=bool)], rtol=1e-13)

@@ -306,3 +306,56 @@ def test_to_frame(yes_no, regression):
     assert q.calibration[0].to_frame().rows.sum() == len(X)
     rm, rX, ry = regression
     assert list(quality(rm, rX, ry).to_frame().columns) == ["row", "actual", "predicted", "residual"]
+
+
+# ------------------------------------------------- classifiers without probabilities
+def _margin_models():
+    from sklearn.linear_model import RidgeClassifier
+    from sklearn.svm import SVC, LinearSVC
+
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame(rng.normal(size=(220, 3)), columns=["a", "b", "c"])
+    y2 = np.where(X.a + X.b + rng.normal(scale=0.6, size=220) > 0, "yes", "no")
+    y3 = np.select([X.a < -0.4, X.a < 0.5], ["lo", "mid"], "hi")
+    return X, [(SVC().fit(X, y2), y2), (LinearSVC().fit(X, y2), y2), (RidgeClassifier().fit(X, y3), y3),
+               (SVC().fit(X, y3), y3)]
+
+
+def test_margin_classifiers_are_scored_on_their_predictions_and_decision_function():
+    """SVC, LinearSVC, RidgeClassifier: no predict_proba. Labels are the model's own predict,
+    curves rank rows by its decision function, and nothing that needs probabilities is made up."""
+    X, models = _margin_models()
+    for model, y in models:
+        q = quality(model, X, y)
+        assert q.scale == "margin" and q.calibration == [] and np.isnan(q.metrics["log_loss"])
+        labels = list(model.classes_)
+        pred = model.predict(X)
+        np.testing.assert_array_equal(q.confusion.matrix, skm.confusion_matrix(y, pred, labels=labels))
+        assert q.metrics["accuracy"] == skm.accuracy_score(y, pred)
+        df = model.decision_function(X)
+        if len(labels) == 2:
+            assert np.isnan(q.metrics["brier"])
+            np.testing.assert_allclose(q.metrics["roc_auc"], skm.roc_auc_score(y == labels[1], df), **TOL)
+            assert q.metrics["precision"] == skm.precision_score(y, pred, pos_label=labels[1])
+            assert q.metrics["recall"] == skm.recall_score(y, pred, pos_label=labels[1])
+            # the other class as the positive one: its margin is the decision function negated
+            q0 = quality(model, X, y, class_index=0)
+            np.testing.assert_allclose(q0.metrics["roc_auc"], skm.roc_auc_score(y == labels[0], -df), **TOL)
+            np.testing.assert_array_equal(q0.confusion.matrix, q.confusion.matrix)
+        else:
+            aucs = [skm.roc_auc_score(y == c, df[:, i]) for i, c in enumerate(labels)]
+            np.testing.assert_allclose(q.metrics["roc_auc_ovr"], np.mean(aucs), **TOL)
+            np.testing.assert_allclose(q.per_class.roc_auc, aucs, **TOL)
+            assert q.metrics["balanced_accuracy"] == skm.balanced_accuracy_score(y, pred)
+
+
+def test_margin_threshold_moves_the_decision():
+    X, models = _margin_models()
+    model, y = models[0]
+    df = model.decision_function(X)
+    for t in (-0.5, 0.3):
+        q = quality(model, X, y, threshold=t)
+        expected = np.where(df > t, "yes", "no")
+        np.testing.assert_array_equal(q.confusion.matrix, skm.confusion_matrix(y, expected, labels=["no", "yes"]))
+    with pytest.raises(ExplainerError, match="threshold"):
+        quality(model, X, y, threshold=float("nan"))

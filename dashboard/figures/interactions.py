@@ -16,8 +16,6 @@ Plotly with :func:`dashboard.safe_text.plot`.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -26,7 +24,7 @@ from explainers.errors import InvalidFeatureError, param_error
 
 from dashboard.safe_text import plot, plot_values
 
-from .style import FONT, MISSING, PALETTE, POSITIVE, VALUE_SCALE, d3_format, fmt_number, scale_of
+from .style import FONT, MISSING, PALETTE, POSITIVE, VALUE_SCALE, d3_format, fmt_number, output_words, scale_of
 
 #: sequential scale of interaction strength: white (none) to dark blue (strong)
 INTERACTION_SCALE = "Blues"
@@ -68,13 +66,9 @@ def output_label(result, class_index: int | None = None) -> str:
     else:
         pos = 0
     name = str(names[pos]) if names else ""
-    inner = re.fullmatch(r"(?:margin|log_odds|log-odds)\((.*)\)", name)
-    name = inner.group(1) if inner else name
-    out = result.output
-    if out == "raw" and np.ndim(result.values) == 3:
+    if result.output == "raw" and np.ndim(result.values) == 3:
         return "prediction"
-    return {"proba": f"P({name})", "log_odds": f"log-odds({name})", "margin": f"log-odds({name})"}.get(
-        out, name or "prediction")
+    return output_words(result.output, name, compact=True)
 
 
 def interaction_strength(result, *, class_index: int | None = None) -> pd.DataFrame:

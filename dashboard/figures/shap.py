@@ -16,7 +16,7 @@ from explainers.shap import ShapResult
 from dashboard.safe_text import plot, plot_values
 
 from .style import (FONT, MISSING, NEGATIVE, PALETTE, POSITIVE, VALUE_SCALE, d3_format, fmt_number, fmt_signed,
-                    fmt_value, nice_ticks, scale_of)
+                    fmt_value, nice_ticks, output_words, scale_of)
 
 
 # -------------------------------------------------------------------- helpers
@@ -152,9 +152,7 @@ def _layout(fig: go.Figure, title: str, xtitle: str, height: int) -> go.Figure:
 
 
 def _output_title(res: ShapResult, label: str) -> str:
-    kind = {"raw": "prediction", "proba": "probability", "log_odds": "log-odds", "margin": "margin"}
-    what = kind.get(res.output, res.output)
-    return f"{what} of {label}" if res.output in ("proba", "log_odds", "margin") and label else what
+    return output_words(res.output, label) if res.output != "raw" else "prediction"
 
 
 def _sign_colour(v: float) -> str:

@@ -6,6 +6,8 @@ Change a colour here and every page that uses it follows.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -160,3 +162,19 @@ def text_width_px(text: str, size: float = FONT["size"]) -> float:
 #: the compared segment and the rest of the rows, on every page's figures
 SEGMENT_COLOUR = PALETTE[4]  # orange
 REST_COLOUR = PALETTE[0]  # blue
+
+
+def output_words(output: str, name: str = "", *, compact: bool = False) -> str:
+    """What an explanation's numbers are, in words: "prediction", "probability of yes",
+    "log-odds of yes", "margin of yes" (``compact``: "P(yes)", "log-odds(yes)",
+    "margin(yes)"). ``name`` is the output's name (a class, a target); one already
+    written as "margin(yes)" or "log-odds(yes)" gives its class."""
+    inner = re.fullmatch(r"(?:margin|log_odds|log-odds)\((.*)\)", str(name))
+    name = inner.group(1) if inner else str(name)
+    kind = {"proba": "probability", "log_odds": "log-odds", "margin": "margin"}.get(output)
+    if kind is None:  # a value (regression, anomaly score)
+        return name if name and name != "prediction" else "prediction"
+    if compact and name:
+        return f"{'P' if output == 'proba' else kind}({name})"
+    return f"{kind} of {name}" if name else kind
+

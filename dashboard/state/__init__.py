@@ -39,7 +39,7 @@ submodule; patch it where it is looked up (``costs.predict_seconds_per_row``), n
 """
 from .cache import ResultCache, result_cache
 from .operator import BATCH_ROOT_FLAG, BATCH_ROOTS_ENV, TRUST_ENV, TRUST_FLAG, batch_roots, pickles_trusted
-from .outputs import class_index, output_choices, pdp_class, picker_label, shap_class
+from .outputs import class_index, margin_caption, one_margin, output_choices, pdp_class, picker_label, shap_class
 from .uploads import on_load_upload, on_pick_demo
 from .attribution import (
     SHAP_METHODS,

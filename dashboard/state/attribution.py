@@ -197,6 +197,9 @@ def _row_table(class_index: int, _ctx: ModelContext) -> pd.DataFrame:
     if _ctx.y is not None:
         if _ctx.task == "regression":
             table["error"] = np.abs(pred - _ctx.y.to_numpy(dtype=float))
+        elif _ctx.adapter.output == "raw":  # a decision function: no probability to be wrong by
+            wrong = _ctx.adapter.predict_labels(_ctx.X).astype(str) != _ctx.y.to_numpy().astype(str)
+            table["error"] = np.where(_ctx.y.notna().to_numpy(), wrong.astype(float), np.nan)
         else:
             # error = 1 - probability given to the true class
             position = {str(c): i for i, c in enumerate(_ctx.adapter.classes)}
@@ -233,12 +236,12 @@ def additivity_line(res, row: int, class_index: int | None) -> str:
 
 def output_label(res, class_index: int | None) -> str:
     """What the numbers are: 'prediction', or 'P(class)' / 'log-odds(class)'."""
+    from dashboard.figures.style import output_words
+
     if class_index is None and res.values.ndim == 2:
         name = res.output_names[0] if res.output_names else ""
-        return {"raw": "prediction", "log_odds": f"log-odds({name})", "margin": f"margin({name})"}.get(
-            res.output, "prediction")
-    name = res.output_names[class_index]
-    return {"proba": f"P({name})", "log_odds": f"log-odds({name})"}.get(res.output, f"{res.output}({name})")
+        return "prediction" if res.output == "raw" else output_words(res.output, name, compact=True)
+    return output_words(res.output, res.output_names[class_index], compact=True)
 
 
 def _shap_rows(res, keep: np.ndarray):

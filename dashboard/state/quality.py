@@ -42,10 +42,12 @@ def quality_problem(ctx: ModelContext) -> str | None:
         return ("Model quality needs the target column: this data was loaded without one, so there is nothing "
                 "to compare the predictions with. On the Model page, pick the column under **Target column** "
                 "when you choose the data file, then press **Load model and data**.")
-    if ctx.task != "regression" and not hasattr(ctx.model, "predict_proba"):
-        return ("Model quality needs class probabilities, and this classifier gives none, so its quality "
-                "is not shown here.")
     return None
+
+
+def on_margin(ctx: ModelContext) -> bool:
+    """A classifier without probabilities: its quality is read from its decision function."""
+    return ctx.task != "regression" and not hasattr(ctx.model, "predict_proba")
 
 
 # ------------------------------------------------------------------ threshold
@@ -64,13 +66,36 @@ def threshold() -> float:
 
 # --------------------------------------------------------------- computations
 def _predictions(ctx: ModelContext) -> np.ndarray:
-    """Class probabilities (n, k) of a classifier, predictions (n,) of a regressor: every row."""
+    """Class probabilities (n, k) of a classifier (its decision function where it has no
+    probabilities), predictions (n,) of a regressor: every row."""
     def compute():
         if ctx.task == "regression":
             return ctx.adapter.with_output("auto", class_index=None).predict(ctx.X)
-        return ctx.adapter.with_output("proba", class_index=None).predict(ctx.X)
+        return ctx.adapter.with_output("raw" if on_margin(ctx) else "proba", class_index=None).predict(ctx.X)
 
     return result_cache().get_or_compute(("quality_pred", ctx.model_key, ctx.data_key), compute)
+
+
+def _labels(ctx: ModelContext) -> np.ndarray | None:
+    """A margin classifier's own predictions (positions in its classes), every row; None otherwise."""
+    if not on_margin(ctx):
+        return None
+    from explainers.quality import margin_labels
+
+    return result_cache().get_or_compute(("quality_labels", ctx.model_key, ctx.data_key),
+                                         lambda: margin_labels(ctx.adapter, ctx.X))
+
+
+def _scored(ctx: ModelContext, rows, t: float | None, positive: int):
+    """classification_quality of some rows (None: all), on the probabilities or the margins."""
+    pred, labels = _predictions(ctx), _labels(ctx)
+    y = ctx.y
+    if rows is not None:
+        pred, labels, y = pred[rows], None if labels is None else labels[rows], y.iloc[rows]
+    margin = on_margin(ctx)
+    return classification_quality(y, pred, list(ctx.adapter.classes), threshold=None if margin else t,
+                                  class_index=positive, n_bins=N_BINS, scale="margin" if margin else "proba",
+                                  labels=labels)
 
 
 def model_quality(ctx: ModelContext, threshold: float | None = None, positive: int | None = None):
@@ -83,9 +108,7 @@ def model_quality(ctx: ModelContext, threshold: float | None = None, positive: i
     positive = class_index(ctx) if positive is None else positive
     t = DEFAULT_THRESHOLD if threshold is None else round(float(threshold), 2)
     key = ("quality", ctx.model_key, ctx.data_key, t if ctx.task == "binary" else None, positive, N_BINS)
-    return result_cache().get_or_compute(
-        key, lambda: classification_quality(ctx.y, _predictions(ctx), list(ctx.adapter.classes), threshold=t,
-                                            class_index=positive, n_bins=N_BINS))
+    return result_cache().get_or_compute(key, lambda: _scored(ctx, None, t, positive))
 
 
 def segment_quality(ctx: ModelContext, active, threshold: float | None = None, positive: int | None = None):
@@ -108,8 +131,7 @@ def segment_quality(ctx: ModelContext, active, threshold: float | None = None, p
         t = DEFAULT_THRESHOLD if threshold is None else round(float(threshold), 2)
 
         def part(rows):
-            q = classification_quality(y.iloc[rows], pred[rows], list(ctx.adapter.classes), threshold=t,
-                                       class_index=positive, n_bins=N_BINS)
+            q = _scored(ctx, rows, t, positive)
             return replace(q, rows=rows[q.rows])
 
         key = ("quality_segment", ctx.model_key, ctx.data_key, active.key, t if ctx.task == "binary" else None,
@@ -158,12 +180,14 @@ def cell_rows(q, cell: tuple[int, int]) -> pd.DataFrame:
     labels = [str(c) for c in q.classes]
     p_true = q.proba[mask, i]
     frame = pd.DataFrame({"row": q.rows[mask], "actual": labels[i], "predicted": labels[j]})
+    word = "margin" if q.scale == "margin" else "P"
     if q.task == "binary":
-        frame[f"P({labels[q.positive]})"] = q.proba[mask, q.positive]
+        frame[f"{word}({labels[q.positive]})"] = q.proba[mask, q.positive]
     else:
-        frame["P(predicted)"] = q.proba[mask, j]
-    frame["P(actual)"] = p_true
-    frame["error"] = 1.0 - p_true
+        frame[f"{word}(predicted)"] = q.proba[mask, j]
+    frame[f"{word}(actual)"] = p_true
+    # the error: what the model falls short of the actual class by (a margin against it)
+    frame["error"] = -p_true if q.scale == "margin" else 1.0 - p_true
     return frame.sort_values("error", ascending=False, kind="stable").reset_index(drop=True)
 
 

@@ -16,7 +16,12 @@ if problem := qs.quality_problem(ctx):
     st.stop()
 
 classifier = ctx.task != "regression"
-if ctx.task == "binary":
+margin = qs.on_margin(ctx)
+if margin:
+    st.caption("This classifier gives no probabilities: it is scored on its own predictions, and its curves "
+               "rank rows by its decision function (margin). Log loss, the Brier score and calibration need "
+               "probabilities, so they are not shown.")
+if ctx.task == "binary" and not margin:
     pos = state.class_index(ctx)
     st.caption(f"A row is predicted **{md(ctx.classes[pos])}** when its probability of that class is at least "
                "the threshold (the class is the one picked in the sidebar).")
@@ -43,6 +48,8 @@ if classifier:
 else:
     shown = {"R²": "r2", "MAE": "mae", "RMSE": "rmse", "MAPE": "mape", "Median abs. error": "median_ae",
              "Max error": "max_error"}
+if margin:
+    shown.pop("Log loss", None)  # needs probabilities
 for col, (label, key) in zip(st.columns(len(shown)), shown.items()):
     value = m[key]
     col.metric(label, "not defined" if value is None else
@@ -112,7 +119,12 @@ if classifier:
     c1.plotly_chart(qfig.roc_figure(q), key="quality_roc")
     c2.plotly_chart(qfig.pr_figure(q), key="quality_pr")
     c3, c4 = st.columns(2)
-    c3.plotly_chart(qfig.calibration_figure(q), key="quality_calibration")
+    if margin:
+        c3.info("Calibration compares probabilities with how often each class occurs; this model gives no "
+                "probabilities (only a decision function), so there is nothing to calibrate.",
+                icon=":material/info:")
+    else:
+        c3.plotly_chart(qfig.calibration_figure(q), key="quality_calibration")
     c4.plotly_chart(qfig.gains_figure(q), key="quality_gains")
 else:
     st.subheader("Predictions and residuals")

@@ -150,7 +150,7 @@ def test_classifier_follows_the_sidebar_class(demo_cards):
         expected = 2 * res.mean_abs()[..., ci][np.ix_(pos, pos)]
         off = ~np.eye(len(feats), dtype=bool)
         np.testing.assert_allclose(z[off], expected[off], rtol=1e-12, atol=0)
-        assert f"log-odds({label})" in fig["layout"]["title"]["text"]
+        assert f"margin({label})" in fig["layout"]["title"]["text"]  # softmax scores
         assert len(feats) == ia.MAX_FEATURES  # 12 of the 13 features
         assert f"for P({label})" in _texts(at)
     assert "all 178 rows" in _texts(at)

@@ -138,3 +138,46 @@ def test_clusterer_upload_is_refused_with_a_message():
     at = _upload(KMeans(3, n_init=2, random_state=0).fit(X), X, None, expect_error=True)
     errors = " ".join(e.value for e in at.error)
     assert "clustering model" in errors
+
+
+# -------------------------------------- classifiers without probabilities (issue #23)
+ALL_PAGES = ["views/quality.py", "views/segments.py", *PAGES]
+
+
+@pytest.fixture(scope="module")
+def margin_models():
+    from sklearn.linear_model import RidgeClassifier
+    from sklearn.svm import SVC
+
+    X, _, _ = _data()
+    y2 = np.where(X.a + X.c > 0.5, "yes", "no")
+    y3 = np.select([X.a < 0.3, X.a < 0.6], ["lo", "mid"], "hi")
+    return {"svc": (SVC().fit(X, y2), X.assign(t=y2)), "ridge": (RidgeClassifier().fit(X, y3), X.assign(t=y3))}
+
+
+@pytest.mark.parametrize("name", ["svc", "ridge"])
+def test_margin_classifier_pages_explain_the_decision_function(margin_models, name):
+    """Every page draws for a classifier without predict_proba, on its margin, and says so."""
+    model, data = margin_models[name]
+    at = _upload(model, data, "t")
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "decision function (margin)" in captions and "no probabilities" in captions
+    pickers = [s for s in at.sidebar.selectbox if s.key == state.CLASS_INDEX]
+    # a binary SVC has one margin (of 'yes'): nothing to pick; three classes have one margin each
+    assert (not pickers) if name == "svc" else list(pickers[0].options) == ["hi", "lo", "mid"]
+    for page in ALL_PAGES:
+        at.switch_page(page).run()
+        go = [b for b in at.button if b.label == "Compute anyway"]
+        if go:
+            go[0].click().run()
+        assert not at.exception, (page, at.exception)
+        assert not at.error, (page, [e.value for e in at.error])
+        if page in ("views/pdp.py", "views/shap.py", "views/whatif.py", "views/quality.py"):
+            assert figures(at), f"{page} draws no figure"
+    at.switch_page("views/quality.py").run()
+    infos = " ".join(i.value for i in at.info)
+    assert "nothing to calibrate" in infos
+    assert not [s for s in at.slider if s.label == "Threshold"]  # the model's own rule, not a probability cut
+    at.switch_page("views/shap.py").run()
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert any("margin of" in t for t in titles) and not any("margin(" in t or "probability" in t for t in titles)
