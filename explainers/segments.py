@@ -408,7 +408,9 @@ class _Context:
         elif model is not None:
             self.frame = self.adapter("named columns").to_frame(X)
         else:
-            arr = np.asarray(X)
+            from .model import _dense
+
+            arr = _dense(X)  # a scipy sparse matrix too
             if arr.ndim != 2:
                 raise InvalidDataError(f"X must be 2-D (rows x features); got an array of shape {arr.shape}.")
             self.frame = pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
