@@ -99,6 +99,13 @@ with st.sidebar:
             "Output", choices, help="The model predicts several targets; the pages explain this one.",
             **state.bind(state.CLASS_INDEX, choices[0], options=choices),
         )
+    if (held := state.target_output_choices(ctx)) is not None:  # which output the one target column is
+        st.selectbox(
+            f"Target column {md(str(ctx.card.get('target') or ctx.y.name))!s} holds", held,
+            help="The true values of which output? Quality, errors and permutation importance score that "
+                 "output against the column; with 'none of them' nothing is scored.",
+            **state.bind(state.TARGET_OUTPUT, state.default_target_output(ctx), options=held),
+        )
     widgets.segment_picker(ctx)  # a segment to compare with the rest, where the user defined some
     state.segments_to_url()  # every run: a page switch from the sidebar starts from a bare URL
     st.caption(f"{md(ctx.card.get('model_type', ''))} · {ctx.task} · {len(ctx.X):,} rows")

@@ -39,7 +39,8 @@ submodule; patch it where it is looked up (``costs.predict_seconds_per_row``), n
 """
 from .cache import ResultCache, result_cache
 from .operator import BATCH_ROOT_FLAG, BATCH_ROOTS_ENV, TRUST_ENV, TRUST_FLAG, batch_roots, pickles_trusted
-from .outputs import class_index, margin_caption, one_margin, output_choices, pdp_class, picker_label, shap_class
+from .outputs import (NO_TARGET_OUTPUT, class_index, default_target_output, margin_caption, one_margin, output_choices,
+                      pdp_class, picker_label, shap_class, target_output, target_output_choices)
 from .uploads import on_load_upload, on_pick_demo
 from .attribution import (
     SHAP_METHODS,
@@ -83,6 +84,7 @@ from .context import (
 from .session import (
     ACTIVE,
     CLASS_INDEX,
+    TARGET_OUTPUT,
     DATA_FILE,
     DEFAULT_DEMO,
     DEMO_PICK,

@@ -16,6 +16,7 @@ import pandas as pd
 from .cache import result_cache
 from .context import ModelContext
 from .costs import shap_is_fast
+from .outputs import target_output
 from .rows import _nested_rows, _RowStore, background
 from .worker import _POLL_S, in_worker
 
@@ -185,7 +186,8 @@ def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContex
     Cached per model, data and class; computed in a worker thread (:func:`in_worker`),
     ``notice`` showing that it runs when a slow model takes a while over every row.
     """
-    table = in_worker(("row_table", model_key, data_key, class_index), lambda: _row_table(class_index, _ctx), notice)
+    key = ("row_table", model_key, data_key, class_index, target_output(_ctx))
+    table = in_worker(key, lambda: _row_table(class_index, _ctx), notice)
     return table.copy()  # the cached one is shared by every session: never hand it out to be changed
 
 
@@ -194,7 +196,9 @@ def _row_table(class_index: int, _ctx: ModelContext) -> pd.DataFrame:
     if pred.ndim == 2:
         pred = pred[:, class_index]
     table = pd.DataFrame({"row": np.arange(len(_ctx.X)), "prediction": pred})
-    if _ctx.y is not None:
+    several = _ctx.task == "regression" and getattr(_ctx.adapter, "n_targets", 1) > 1
+    if _ctx.y is not None and (not several or target_output(_ctx) == class_index):
+        # (of several outputs, only the one the target column holds has an error)
         if _ctx.task == "regression":
             table["error"] = np.abs(pred - _ctx.y.to_numpy(dtype=float))
         elif _ctx.adapter.output == "raw":  # a decision function: no probability to be wrong by

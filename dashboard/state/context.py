@@ -128,9 +128,9 @@ def _target_notices(adapter: ModelAdapter, target: str | None) -> list[str]:
     """What the user should know about the target of a model with several outputs."""
     k = getattr(adapter, "n_targets", 1)
     if k > 1 and target is not None:
-        return [f"This model predicts {k} targets; a score needs all {k} target columns, so the single "
-                f"target column {target!r} gives no score or permutation importance. Pick the output to "
-                "explain in the sidebar."]
+        return [f"This model predicts {k} targets and the data gives one target column, {target!r}. Say in the "
+                "sidebar which output it holds the true values of (under the Output picker): quality, errors and "
+                "permutation importance then score that output against it."]
     return []
 
 
@@ -323,8 +323,9 @@ def feature_summary(data_key: str, _X: pd.DataFrame) -> pd.DataFrame:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def data_score(model_key: str, data_key: str, _ctx_adapter: ModelAdapter, _X: pd.DataFrame,
-               _y: pd.Series) -> dict | None:
-    """R² or accuracy of the model on the given rows (None when the target is unusable)."""
+               _y: pd.Series, output: int | None = None) -> dict | None:
+    """R² or accuracy of the model on the given rows (None when the target is unusable).
+    ``output``: for a regressor of several outputs, the one the target holds (None: no score)."""
     from sklearn.metrics import accuracy_score, r2_score
 
     y = _y
@@ -334,10 +335,11 @@ def data_score(model_key: str, data_key: str, _ctx_adapter: ModelAdapter, _X: pd
     rows = {"n_rows": int(keep.sum()), "n_left_out": int((~keep).sum())}
     X = _X[keep]
     y = y[keep]
-    if _ctx_adapter.task == "regression" and getattr(_ctx_adapter, "n_targets", 1) > 1:
+    multi = _ctx_adapter.task == "regression" and getattr(_ctx_adapter, "n_targets", 1) > 1
+    if multi and output is None:
         return None  # one target column cannot score a model of several targets (said in the notices)
     if _ctx_adapter.task == "regression":
-        pred = _ctx_adapter.predict(X)
+        pred = _ctx_adapter.with_output(None, output).predict(X) if multi else _ctx_adapter.predict(X)
         return {"name": "R²", "value": float(r2_score(y.astype(float), pred)), **rows}
     pred = _ctx_adapter.predict_labels(X)
     return {"name": "accuracy", "value": float(accuracy_score(y.astype(str), pred.astype(str))), **rows}

@@ -14,6 +14,7 @@ from explainers import ExplainerError
 from .attribution import explain_sample, split_sample
 from .cache import result_cache
 from .context import ModelContext, error_message
+from .outputs import target_output
 from .rows import _seeded_rows, split_rows
 from .worker import ProgressBar
 
@@ -66,8 +67,19 @@ def importance_label(ctx: ModelContext, method: str) -> str:
 def importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress=None):
     """One importance result, cached per model, data, method and settings."""
     key = ("importance", ctx.model_key, ctx.data_key, method, n_repeats if method == "permutation" else 0,
-           max_rows if method in ("permutation", "shap") else 0)
+           max_rows if method in ("permutation", "shap") else 0, target_output(ctx) if method == "permutation" else 0)
     return result_cache().get_or_compute(key, lambda: _importance(ctx, method, n_repeats, max_rows, progress))
+
+
+def _held(ctx: ModelContext) -> int | None:
+    """The output a multi-output regressor's target column holds (the sidebar says); refused when unsaid."""
+    if ctx.task != "regression" or getattr(ctx.adapter, "n_targets", 1) < 2:
+        return None
+    if (held := target_output(ctx)) is None:
+        raise ExplainerError(f"This model predicts {ctx.adapter.n_targets} targets and the data gives one target "
+                             "column: say in the sidebar which output it holds the true values of, and the "
+                             "permutation importance of that output is shown.")
+    return held
 
 
 def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress):
@@ -105,7 +117,7 @@ def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, p
         X_ok, y_ok = X_ho[has], y_ho[has]
         take = _seeded_rows(len(X_ok), max_rows)
         res = imp.permutation_importance(ctx.model, X_ok.iloc[take], y_ok.iloc[take], n_repeats=n_repeats,
-                                         random_state=0, progress=progress)
+                                         random_state=0, progress=progress, class_index=_held(ctx))
         left_out = int((~has).sum())
         if left_out:
             res = dataclasses.replace(res, params={**res.params, "n_rows_left_out": left_out},
@@ -183,8 +195,8 @@ def _segment_importance(ctx: ModelContext, active, method: str, n_repeats: int, 
                 f"The {which} has {len(pos):,} held-out row{'' if len(pos) == 1 else 's'} with a target; holdout "
                 f"permutation needs at least {MIN_SEGMENT_ROWS:,} on each side to compare the segment with the rest.")
         pos = pos[_seeded_rows(len(pos), max_rows)]
-        out.append(imp.permutation_importance(ctx.model, ctx.X.iloc[pos], ctx.y.iloc[pos], n_repeats=n_repeats,
-                                              random_state=0, progress=progress))
+        out.append(imp.permutation_importance(ctx.model, ctx.X.iloc[pos], ctx.y.iloc[pos], class_index=_held(ctx),
+                                              n_repeats=n_repeats, random_state=0, progress=progress))
     return tuple(out)
 
 
@@ -204,7 +216,7 @@ def importances_by_segment(ctx: ModelContext, active, methods, n_repeats: int, m
         progress = ProgressBar(bar, f"{label}, segment and rest")
         bar.progress(i / len(wanted), text=f"{label}, segment and rest…")
         key = ("importance_segment", ctx.model_key, ctx.data_key, active.key, method,
-               n_repeats if method == "permutation" else 0, max_rows)
+               n_repeats if method == "permutation" else 0, max_rows, target_output(ctx))
         try:
             pairs.append(result_cache().get_or_compute(
                 key, lambda m=method, p=progress: _segment_importance(ctx, active, m, n_repeats, max_rows, p)))

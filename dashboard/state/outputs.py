@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .session import CLASS_INDEX, value
+from .session import CLASS_INDEX, TARGET_OUTPUT, value
 
 if TYPE_CHECKING:
     from .context import ModelContext
@@ -75,3 +75,34 @@ def output_index(ctx: ModelContext, n_outputs: int | None) -> int | None:
 def shap_class(res, ctx: ModelContext) -> int | None:
     """The sidebar's class as an output index of a SHAP result (None for one output)."""
     return output_index(ctx, None if res.values.ndim == 2 else res.values.shape[2])
+
+
+#: the target output picker's choice for "the target column is none of the outputs"
+NO_TARGET_OUTPUT = "none of them"
+
+
+def target_output_choices(ctx: ModelContext) -> list[str] | None:
+    """What the sidebar offers for a regressor of several outputs loaded with one target column:
+    the outputs it may hold the true values of, and "none of them"; None for other models."""
+    if ctx.task != "regression" or getattr(ctx.adapter, "n_targets", 1) < 2 or ctx.y is None:
+        return None
+    return [str(n) for n in ctx.adapter.all_output_names] + [NO_TARGET_OUTPUT]
+
+
+def default_target_output(ctx: ModelContext) -> str:
+    """The output named like the target column, else "none of them" (the user says which)."""
+    choices = target_output_choices(ctx) or [NO_TARGET_OUTPUT]
+    name = str((getattr(ctx, "card", None) or {}).get("target") or getattr(ctx.y, "name", "") or "")
+    return name if name in choices[:-1] else NO_TARGET_OUTPUT
+
+
+def target_output(ctx: ModelContext) -> int | None:
+    """For a regressor of several outputs: the position of the output whose true values the
+    target column holds (picked in the sidebar), or None (not said, or another model)."""
+    choices = target_output_choices(ctx)
+    if choices is None:
+        return None
+    label = value(TARGET_OUTPUT)
+    label = str(label) if label is not None and str(label) in choices else default_target_output(ctx)
+    return None if label == NO_TARGET_OUTPUT else choices.index(label)
+

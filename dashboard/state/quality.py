@@ -16,7 +16,7 @@ from explainers.quality import classification_quality, regression_quality, resid
 
 from .cache import result_cache
 from .context import ModelContext
-from .outputs import class_index
+from .outputs import class_index, target_output
 from .session import set_value, value
 
 #: the Quality page's slider (its value is kept by the state model: Quality and What-if read it)
@@ -34,10 +34,10 @@ def quality_problem(ctx: ModelContext) -> str | None:
     if ctx.adapter.explained is not None or _is_anomaly_model(ctx.model):
         return ("This model is an outlier detector: it gives an anomaly score, not a prediction of a target, "
                 "so model quality does not apply. The other pages explain its score.")
-    if ctx.task == "regression" and getattr(ctx.adapter, "n_targets", 1) > 1:
+    if ctx.task == "regression" and getattr(ctx.adapter, "n_targets", 1) > 1 and target_output(ctx) is None:
         return (f"This model predicts {ctx.adapter.n_targets} targets at once, and the data gives one target "
-                "column, so its quality is not shown here. The other pages explain each output (pick it "
-                "under Output in the sidebar).")
+                "column: say in the sidebar which output it holds the true values of, and its quality is shown "
+                "here. The other pages explain each output (pick it under Output in the sidebar).")
     if ctx.y is None or not ctx.y.notna().any():
         return ("Model quality needs the target column: this data was loaded without one, so there is nothing "
                 "to compare the predictions with. On the Model page, pick the column under **Target column** "
@@ -69,11 +69,12 @@ def _predictions(ctx: ModelContext) -> np.ndarray:
     """Class probabilities (n, k) of a classifier (its decision function where it has no
     probabilities), predictions (n,) of a regressor: every row."""
     def compute():
-        if ctx.task == "regression":
-            return ctx.adapter.with_output("auto", class_index=None).predict(ctx.X)
+        if ctx.task == "regression":  # of several outputs, the one the target column holds
+            return ctx.adapter.with_output("auto", class_index=held).predict(ctx.X)
         return ctx.adapter.with_output("raw" if on_margin(ctx) else "proba", class_index=None).predict(ctx.X)
 
-    return result_cache().get_or_compute(("quality_pred", ctx.model_key, ctx.data_key), compute)
+    held = target_output(ctx)
+    return result_cache().get_or_compute(("quality_pred", ctx.model_key, ctx.data_key, held), compute)
 
 
 def _labels(ctx: ModelContext) -> np.ndarray | None:
@@ -104,7 +105,8 @@ def model_quality(ctx: ModelContext, threshold: float | None = None, positive: i
     (binary; default the sidebar's class)."""
     if ctx.task == "regression":
         return result_cache().get_or_compute(
-            ("quality", ctx.model_key, ctx.data_key), lambda: regression_quality(ctx.y, _predictions(ctx)))
+            ("quality", ctx.model_key, ctx.data_key, target_output(ctx)),
+            lambda: regression_quality(ctx.y, _predictions(ctx)))
     positive = class_index(ctx) if positive is None else positive
     t = DEFAULT_THRESHOLD if threshold is None else round(float(threshold), 2)
     key = ("quality", ctx.model_key, ctx.data_key, t if ctx.task == "binary" else None, positive, N_BINS)
@@ -125,7 +127,7 @@ def segment_quality(ctx: ModelContext, active, threshold: float | None = None, p
             q = regression_quality(y.iloc[rows], pred[rows])
             return replace(q, rows=rows[q.rows])
 
-        key = ("quality_segment", ctx.model_key, ctx.data_key, active.key)
+        key = ("quality_segment", ctx.model_key, ctx.data_key, active.key, target_output(ctx))
     else:
         positive = class_index(ctx) if positive is None else positive
         t = DEFAULT_THRESHOLD if threshold is None else round(float(threshold), 2)

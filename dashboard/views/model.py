@@ -21,7 +21,7 @@ if metric:
     st.markdown(f"**{metric['name']}:** {metric['value']:.3f}"
                 + (f" · ROC AUC {metric['roc_auc']:.3f}" if "roc_auc" in metric else ""))
 elif ctx.y is not None:
-    score = state.data_score(ctx.model_key, ctx.data_key, ctx.adapter, ctx.X, ctx.y)
+    score = state.data_score(ctx.model_key, ctx.data_key, ctx.adapter, ctx.X, ctx.y, state.target_output(ctx))
     if score:
         left_out = score.get("n_left_out", 0)  # rows with an empty target are not scored
         st.markdown(f"**{score['name']} on the uploaded data:** {score['value']:.3f} "

@@ -93,13 +93,36 @@ def test_multi_output_pdp_is_the_picked_outputs(multi_forest):
     assert any(len(y) == len(ref.average) and np.allclose(y, ref.average, atol=1e-9) for y in ys)
 
 
-def test_multi_output_with_one_target_skips_the_score(multi_forest):
+def _texts(at) -> str:
+    return " ".join(x.value for kind in ("caption", "markdown", "info", "warning") for x in getattr(at, kind))
+
+
+def test_multi_output_with_one_target_scores_the_output_it_holds(multi_forest):
+    """One target column for a model of two outputs: nothing is scored until the sidebar says
+    which output the column holds; then quality, the Model page's score, the SHAP page's errors
+    and permutation importance all score that output, against scikit-learn."""
+    from sklearn.metrics import r2_score
+
     model, data = multi_forest
+    X, y1 = data.drop(columns="y1"), data.y1.to_numpy()
     at = _upload(model, data, "y1", page="views/model.py")
     assert not at.error, [e.value for e in at.error]
-    text = " ".join(x.value for kind in ("caption", "markdown", "info", "warning") for x in getattr(at, kind))
-    assert "a score needs all 2 target columns" in text
-    assert "R²" not in text
+    held = at.sidebar.selectbox(key=state.TARGET_OUTPUT)
+    assert list(held.options) == ["output 0", "output 1", "none of them"] and held.value == "none of them"
+    assert "which output it holds the true values of" in _texts(at) and "R²" not in _texts(at)
+    at.switch_page("views/quality.py").run()
+    assert not at.metric and "say in the sidebar which output" in _texts(at)
+    at.sidebar.selectbox(key=state.TARGET_OUTPUT).set_value("output 0").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    r2 = r2_score(y1, model.predict(X)[:, 0])
+    assert {m.label: m.value for m in at.metric}["R²"] == f"{r2:.4g}"
+    at.switch_page("views/model.py").run()
+    assert f"{r2:.4g}" in _texts(at) or f"{r2:.3f}" in _texts(at)
+    at.switch_page("views/importance.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "say in the sidebar which output" not in _texts(at)
+    at.sidebar.selectbox(key=state.TARGET_OUTPUT).set_value("none of them").run()
+    assert "say in the sidebar which output" in _texts(at)  # permutation is skipped, and says why
 
 
 @pytest.fixture(scope="module")
