@@ -196,13 +196,15 @@ def _row_table(class_index: int, _ctx: ModelContext) -> pd.DataFrame:
     if pred.ndim == 2:
         pred = pred[:, class_index]
     table = pd.DataFrame({"row": np.arange(len(_ctx.X)), "prediction": pred})
+    if _ctx.task != "regression":  # the class the model predicts (a margin's sign or argmax is not shown)
+        table["predicted"] = _ctx.adapter.predict_labels(_ctx.X).astype(str)
     several = _ctx.task == "regression" and getattr(_ctx.adapter, "n_targets", 1) > 1
     if _ctx.y is not None and (not several or target_output(_ctx) == class_index):
         # (of several outputs, only the one the target column holds has an error)
         if _ctx.task == "regression":
             table["error"] = np.abs(pred - _ctx.y.to_numpy(dtype=float))
         elif _ctx.adapter.output == "raw":  # a decision function: no probability to be wrong by
-            wrong = _ctx.adapter.predict_labels(_ctx.X).astype(str) != _ctx.y.to_numpy().astype(str)
+            wrong = table["predicted"].to_numpy() != _ctx.y.to_numpy().astype(str)
             table["error"] = np.where(_ctx.y.notna().to_numpy(), wrong.astype(float), np.nan)
         else:
             # error = 1 - probability given to the true class

@@ -55,6 +55,8 @@ ci = state.shap_class(res, ctx)
 draw = figures.waterfall_figure if view == "waterfall" else figures.force_figure
 st.plotly_chart(draw(res, 0, class_index=ci, max_display=12, row_label=row), key="shap_local")
 st.markdown(f"**{state.additivity_line(res, 0, ci)}**")
+if "predicted" in table:
+    st.caption(f"Predicted class of row {row}: **{md(table.predicted[row])}** (the model's own prediction).")
 widgets.empty_cells_caption(ctx, res, row, empty_missing)
 if masked:
     pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
