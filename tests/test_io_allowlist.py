@@ -278,3 +278,15 @@ def test_every_reviewed_function_is_plain_numerics():
         assert name.split(".")[0] in {"numpy", "sklearn", "functools", "builtins"}, name
     assert not {"builtins.eval", "builtins.exec", "builtins.getattr", "builtins.__import__",
                 "builtins.open"} & (SKOPS_ALLOWED_FUNCTIONS | SKOPS_ALLOWED_TYPES)
+
+
+def test_compiled_search_indexes_and_optimizers_are_never_listed():
+    """A neighbour model's KDTree / BallTree and DistanceMetric run compiled code over the file's
+    arrays, an MLP's optimizer is training state: neither is built from a file (issue #23).
+    explainers.io.skops_rebuild leaves them out of the schema and rebuilds the index."""
+    from explainers.io.skops_rebuild import DROPPED_STATE
+
+    for name in SKOPS_ALLOWED_TYPES | SKOPS_ALLOWED_FUNCTIONS:
+        assert not any(part in name for part in ("_kd_tree", "_ball_tree", "_dist_metrics",
+                                                 "_stochastic_optimizers")), name
+    assert set(DROPPED_STATE.values()) == {"_tree", "_optimizer"}

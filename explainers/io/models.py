@@ -6,7 +6,9 @@ allow-list below, after :mod:`.skops_archive` has checked the archive's sizes.
 Pickle and joblib files run arbitrary code when loaded, so they are refused
 unless the caller (the operator, never the uploader) says the file is trusted.
 Every loaded model's trees are validated (:mod:`explainers.trees.validate`)
-before anything walks them.
+before anything walks them. Compiled state a .skops file could forge (a neighbour
+model's KDTree / BallTree) is never read from it: :mod:`.skops_rebuild` leaves it
+out and rebuilds it from the model's checked training rows.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from pathlib import Path
 
 from ..errors import InvalidModelError, UnsafeModelError
 from ._files import _read_input
-from .skops_archive import check_skops_archive
+from .skops_archive import checked_schema
+from .skops_rebuild import check_loaded, strip_schema
 
 #: Types that skops does not trust by default but that we reviewed. Each is either
 #: a plain container of numbers or a class object that is only compared against,
@@ -47,6 +50,43 @@ SKOPS_ALLOWED_TYPES = frozenset(
         # categorical features keeps partial(check_array, dtype=..., ...) in its
         # preprocessor.
         "functools.partial",
+        # GLM losses skops does not list itself: TweedieRegressor's (log link, or identity for
+        # power <= 0). Inert data: a compiled loss (CyHalfTweedieLoss*, on skops' own list,
+        # rebuilt by its LossNode from one number, power) and a link skops trusts. Predict reads
+        # only the link's inverse; explainers.io.skops_checks.check_glm checks that the loss and
+        # link are the ones the estimator's own power / link give (Poisson / Gamma's load already)
+        "sklearn._loss.loss.HalfTweedieLoss",
+        "sklearn._loss.loss.HalfTweedieLossIdentity",
+        # Gaussian process kernels whose hyperparameters are plain numbers (or a length scale per
+        # feature), and the operators combining them; pure numpy, nothing called from the file.
+        # explainers.io.skops_checks.check_kernel checks each is finite, and positive where
+        # scikit-learn needs it (length scales, constant, noise level, alpha, periodicity, nu).
+        # Not PairwiseKernel (its metric may be a function), CompoundKernel or any other kernel
+        "sklearn.gaussian_process.kernels.RBF",
+        "sklearn.gaussian_process.kernels.ConstantKernel",
+        "sklearn.gaussian_process.kernels.WhiteKernel",
+        "sklearn.gaussian_process.kernels.Matern",
+        "sklearn.gaussian_process.kernels.RationalQuadratic",
+        "sklearn.gaussian_process.kernels.ExpSineSquared",
+        "sklearn.gaussian_process.kernels.DotProduct",
+        "sklearn.gaussian_process.kernels.Sum",
+        "sklearn.gaussian_process.kernels.Product",
+        "sklearn.gaussian_process.kernels.Exponentiation",
+        # GaussianProcessClassifier's binary model (one, or one per class / pair of classes in a
+        # OneVsRest / OneVsOne classifier): training rows and Laplace-approximation vectors,
+        # checked by check_binary_gpc
+        "sklearn.gaussian_process._gpc._BinaryGaussianProcessClassifierLaplace",
+        # CalibratedClassifierCV's fitted parts: a classifier with its calibrators (checked by
+        # check_calibrated), and the sigmoid (two numbers a_, b_) and temperature (one number,
+        # beta_) calibrators. Isotonic calibration uses IsotonicRegression, which skops trusts;
+        # its thresholds are checked too (check_isotonic)
+        "sklearn.calibration._CalibratedClassifier",
+        "sklearn.calibration._SigmoidCalibration",
+        "sklearn.calibration._TemperatureScaling",
+        # Never listed, though scikit-learn's neighbour models and MLPs hold them: a KDTree /
+        # BallTree and its DistanceMetric (compiled code over node arrays from the file) and an
+        # MLP's optimizer (training state). explainers.io.skops_rebuild leaves them out of the
+        # schema before skops reads it and rebuilds the index from the checked training rows
     }
 )
 #: Functions a .skops file may name (as FunctionTransformer's func, a
@@ -228,12 +268,24 @@ def _pickle_globals(data: bytes) -> list[str]:
 
 
 def _load_skops(data: bytes):
-    """The object in a .skops file, read with the reviewed allow-list (no code runs)."""
+    """The object in a .skops file, read with the reviewed allow-list (no code runs).
+
+    The archive's sizes are checked first (:func:`check_skops_archive`); state that is never
+    built from a file (neighbour search indexes, MLP optimizers) is left out of its schema
+    (:func:`~explainers.io.skops_rebuild.strip_schema`); once loaded, the neighbour indexes
+    are rebuilt from the checked training rows and the fitted state of MLPs, Gaussian
+    processes, GLMs and calibrators is checked (:func:`~explainers.io.skops_rebuild.check_loaded`).
+    """
     import skops.io as sio
 
-    check_skops_archive(data)
+    _, schema = checked_schema(data)  # check_skops_archive, keeping the schema it parsed
     try:
+        # neighbour indexes and MLP optimizers are left out here, never built from the file
+        data, names = strip_schema(data, schema)
+        del schema
         untrusted = sio.get_untrusted_types(data=data)
+    except InvalidModelError:
+        raise
     except Exception as exc:
         raise InvalidModelError(
             f"The file is not a readable .skops model ({type(exc).__name__}: {exc}). "
@@ -261,6 +313,7 @@ def _load_skops(data: bytes):
             "been saved by an incompatible scikit-learn or skops version; save it again "
             "with the versions in requirements.txt."
         ) from None
+    check_loaded(model, names)  # rebuilds the neighbour indexes; checks MLP, GP, GLM, calibration
     return model
 
 

@@ -47,6 +47,12 @@ def check_skops_archive(data: bytes) -> dict:
     InvalidModelError
         Naming the count, the limit and the environment variable that raises it.
     """
+    return checked_schema(data)[0]
+
+
+def checked_schema(data: bytes) -> tuple[dict, object]:
+    """:func:`check_skops_archive`'s counts and the parsed schema.json it checked, so that
+    the loader reads the schema once more only when it rewrites it."""
     import json
     import zipfile
 
@@ -104,7 +110,7 @@ def check_skops_archive(data: bytes) -> dict:
         for info in infos:
             if info is not schema_info:
                 _read_member(zf, info, keep=False)
-    return counts
+    return counts, schema
 
 
 def _read_member(zf, info, keep: bool = True) -> bytes:
