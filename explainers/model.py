@@ -619,12 +619,35 @@ class ModelAdapter:
         if n == 0:
             return np.empty((0, self._n_cols))
         if n <= self.chunk_rows:
-            return self._fn(self._model_input(frame))
+            return self._call(self._model_input(frame))
         parts = [
-            self._fn(self._model_input(frame.iloc[s : s + self.chunk_rows]))
+            self._call(self._model_input(frame.iloc[s : s + self.chunk_rows]))
             for s in range(0, n, self.chunk_rows)
         ]
         return np.concatenate(parts, axis=0)
+
+    def _call(self, inp) -> np.ndarray:
+        """The output function on one chunk. A NaN output is refused here: every explanation
+        averages predictions, and one NaN would silently spread to all of them."""
+        name = type(_final_step(self.model)).__name__
+        hint = ("Explanations predict rows mixed from the data's own values; a radius-neighbours model "
+                "finds no training row within its radius for some of them. Fit it with a larger radius"
+                + (" or an outlier_label." if self.task != "regression" else "."))
+        try:
+            out = self._fn(inp)
+        except ValueError as exc:
+            if "No neighbors found" not in str(exc):
+                raise
+            raise InvalidModelError(f"This {name} cannot predict some rows: {str(exc).split(' array(')[0]}. "
+                                    f"{hint}") from None
+        bad = np.isnan(out)
+        if bad.any():
+            rows = int(bad.any(axis=1).sum())
+            raise InvalidModelError(
+                f"This {name} predicted NaN for {rows:,} of {len(out):,} rows, so nothing computed from them "
+                "would be a number. " + (hint if "RadiusNeighbors" in name else
+                                         "Check the rows it is given (empty cells the model cannot take?)."))
+        return out
 
     def predict(self, X) -> np.ndarray:
         """Predict X in row chunks.

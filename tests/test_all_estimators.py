@@ -41,6 +41,9 @@ _NON_NEGATIVE = {"ComplementNB", "MultinomialNB"}
 _CATEGORIES = {"CategoricalNB"}
 _POSITIVE_TARGET = {"PoissonRegressor", "GammaRegressor", "TweedieRegressor"}
 _ONE_FEATURE = {"IsotonicRegression"}
+#: predict only where a training row lies within radius 1: the table is drawn in a box small
+#: enough that every row an explanation mixes from it has one (see the test of the message below)
+_RADIUS = {"RadiusNeighborsClassifier", "RadiusNeighborsRegressor"}
 
 
 def _estimators():
@@ -75,6 +78,8 @@ def _table(name: str, kind: str, seed: int = 0):
         X = ((X > 0).astype(int) + (X > 1).astype(int)).astype(float)  # scikit-learn PD refuses int columns
     if name in _ONE_FEATURE:
         X = X[["a"]]
+    if name in _RADIUS:
+        X = X.apply(lambda c: 0.6 * (c - c.min()) / (c.max() - c.min()))
     return X, y
 
 
@@ -183,3 +188,22 @@ def test_every_estimator_is_covered():
     assert {"SVC", "LinearSVC", "RidgeClassifier", "KNeighborsClassifier", "MLPRegressor",
             "GaussianProcessClassifier", "TweedieRegressor", "MultiTaskLasso"} <= names
     assert len(names) >= 80
+
+
+@pytest.mark.parametrize("name", sorted(_RADIUS))
+def test_a_prediction_the_model_cannot_make_is_refused_with_a_reason(name):
+    """Default radius-neighbours models on spread-out data find no training row near some of
+    the rows an explanation mixes: the classifier raises, the regressor predicts NaN. Both are
+    refused with one message, never a bare ValueError or a NaN explanation."""
+    from sklearn import neighbors
+
+    from explainers import ExplainerError
+
+    kind = "classifier" if name.endswith("Classifier") else "regressor"
+    X, y = _table("spread", kind)
+    X = X * 3
+    est = _fit(getattr(neighbors, name)(), X, y)
+    model = load_model(sio.dumps(est), filename="model.skops")
+    with pytest.raises(ExplainerError, match=rf"This {name} .*radius-neighbours model finds no training row"):
+        explain(model, X.iloc[:3], background=X.iloc[:30])
+
