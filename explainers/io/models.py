@@ -20,7 +20,7 @@ from pathlib import Path
 from ..errors import InvalidModelError, UnsafeModelError
 from ._files import _read_input
 from .skops_archive import checked_schema
-from .skops_rebuild import check_loaded, strip_schema
+from .skops_rebuild import check_loaded, node_name, schema_nodes, strip_schema
 
 #: Types that skops does not trust by default but that we reviewed. Each is either
 #: a plain container of numbers or a class object that is only compared against,
@@ -123,19 +123,10 @@ def _schema_nodes(data: bytes):
 
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         schema = json.loads(zf.read("schema.json"))  # its size was checked by check_skops_archive
-    stack = [schema]
-    while stack:
-        obj = stack.pop()
-        if isinstance(obj, dict):
-            if "__loader__" in obj:
-                yield obj
-            stack.extend(v for v in obj.values() if isinstance(v, (dict, list)))
-        elif isinstance(obj, list):
-            stack.extend(v for v in obj if isinstance(v, (dict, list)))
+    yield from schema_nodes(schema, "__loader__")
 
 
-def _node_name(node) -> str:
-    return f"{node.get('__module__')}.{node.get('__class__')}"
+_node_name = node_name
 
 
 def _refused_skops_names(data: bytes, untrusted) -> list[str]:

@@ -48,13 +48,14 @@ _SCALARS = (int, float, complex, bool, str, bytes, np.generic)
 _SKOPS_HINT = "Save the model again with skops.io.dump(model, 'model.skops')."
 
 
-def schema_nodes(schema):
-    """Every node (a dict with a ``__class__``) of a parsed skops schema, iteratively."""
+def schema_nodes(schema, key: str = "__class__"):
+    """Every node (a dict with ``key``: ``__class__``, or ``__loader__``) of a parsed skops
+    schema, iteratively."""
     stack = [schema]
     while stack:
         obj = stack.pop()
         if isinstance(obj, dict):
-            if "__class__" in obj:
+            if key in obj:
                 yield obj
             stack.extend(v for v in obj.values() if isinstance(v, (dict, list)))
         elif isinstance(obj, list):
