@@ -38,6 +38,13 @@ def _curves(q, class_index: int | None):
 
 
 # ------------------------------------------------------------ confusion matrix
+def _decision_rule(q) -> str:
+    """How the matrix's predictions were made, for its title."""
+    if getattr(q, "scale", "proba") == "margin":
+        return " (the model's own predictions)" if q.threshold in (None, 0.0) else f" at margin {q.threshold:.2f}"
+    return f" at threshold {q.threshold:.2f}" if q.threshold is not None else " (most probable class)"
+
+
 def confusion_figure(q, *, highlight: tuple[int, int] | None = None) -> go.Figure:
     """Counts of actual (rows) against predicted (columns) classes, with each cell's count and
     share of its actual class; ``highlight`` outlines one cell (actual, predicted)."""
@@ -61,8 +68,7 @@ def confusion_figure(q, *, highlight: tuple[int, int] | None = None) -> go.Figur
         i, j = highlight
         fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
                       line=dict(color=POSITIVE, width=3))
-    title = ("Confusion matrix" + (f" at threshold {q.threshold:.2f}" if q.threshold is not None
-                                   else " (most probable class)"))
+    title = "Confusion matrix" + _decision_rule(q)
     _layout(fig, title, "predicted", "actual", height=max(320, 90 * k + 120))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", side="bottom")
@@ -269,8 +275,7 @@ def confusion_segment_figure(q_segment, q_rest, *, segment_name: str) -> go.Figu
         fig.update_xaxes(type="category", title_text="predicted", row=1, col=col)
         fig.update_yaxes(type="category", autorange="reversed", title_text="actual" if col == 1 else None,
                          row=1, col=col)
-    title = ("Confusion matrix, segment against the rest" + (f", at threshold {q_segment.threshold:.2f}"
-                                                              if q_segment.threshold is not None else ""))
+    title = "Confusion matrix, segment against the rest," + _decision_rule(q_segment)
     fig.update_layout(title=dict(text=title), font=FONT, template="plotly_white", height=max(320, 90 * k + 140),
                       margin=dict(l=60, r=20, t=90, b=50))
     return fig
