@@ -61,3 +61,13 @@ def verdict(ctx: ModelContext, values: tuple, at: float) -> tuple[str, float] | 
     p = float(proba[pos])
     classes = ctx.classes
     return (classes[pos] if p >= at else classes[1 - pos]), p
+
+
+def predicted_class(ctx: ModelContext, values: tuple) -> str | None:
+    """The class a classifier predicts for one edited row (its own predict); None for a regressor."""
+    if ctx.task == "regression":
+        return None
+    row, key_values = edited_row(ctx, values)
+    return result_cache().get_or_compute(("whatif_class", ctx.model_key, ctx.data_key, key_values),
+                                         lambda: str(ctx.adapter.predict_labels(row)[0]))
+

@@ -105,6 +105,8 @@ m3.metric("Features changed", len(changed))
 if (verdict := whatif_state.verdict(ctx, values, t := quality_state.threshold())) is not None:
     st.markdown(f"Verdict at threshold {t:.2f}: **{md(verdict[0])}** (P({md(ctx.classes[state.class_index(ctx)])}) = "
                 f"{fmt_number(verdict[1])}, edited row; the threshold is set on the Quality page)")
+elif (predicted := whatif_state.predicted_class(ctx, values)) is not None:  # no probabilities to threshold
+    st.markdown(f"Predicted class of the edited row: **{md(predicted)}** (the model's own prediction)")
 if changed:
     st.caption("Changed: " + ", ".join(f"{md(c)}: {_shown(original[c])} → {_shown(edited[c])}" for c in changed))
 left, right = st.columns(2)

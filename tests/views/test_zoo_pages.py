@@ -206,3 +206,5 @@ def test_margin_classifier_pages_explain_the_decision_function(margin_models, na
     assert any("margin of" in t for t in titles) and not any("margin(" in t or "probability" in t for t in titles)
     predicted = model.predict(data.drop(columns="t").iloc[[0]])[0]
     assert f"Predicted class of row 0: **{predicted}**" in " ".join(c.value for c in at.caption)
+    at.switch_page("views/whatif.py").run()
+    assert f"Predicted class of the edited row: **{predicted}**" in " ".join(m.value for m in at.markdown)
