@@ -153,9 +153,11 @@ def permutation_importance(
         "baseline_score": baseline,
         "n_rows": n,
         "n_rows_left_out": n_left_out,
+        "output": None if class_index is None else adapter.output_names[0],
     }
+    of = "" if class_index is None else f" of {adapter.output_names[0]}"
     desc = (
-        f"Permutation importance: how much {scorer.name} drops when a feature's values are "
+        f"Permutation importance: how much {scorer.name}{of} drops when a feature's values are "
         f"shuffled among the rows given ({n_repeats} shuffles per feature)."
     )
     if n_left_out:

@@ -66,7 +66,10 @@ class ImportanceResult:
         """Short readable name for tables and legends, e.g. ``Holdout permutation (R²)``."""
         name = _LABELS.get(self.method, self.method)
         scoring = self.params.get("scoring_name")
-        return f"{name} ({SCORING_LABELS.get(scoring, scoring)})" if scoring else name
+        parts = [str(SCORING_LABELS.get(scoring, scoring))] if scoring else []
+        if self.params.get("output") is not None:  # one output of a model of several targets
+            parts.append(str(self.params["output"]))
+        return f"{name} ({', '.join(parts)})" if parts else name
 
     def to_frame(self) -> pd.DataFrame:
         """Return a DataFrame indexed by feature with ``importance`` and ``std``."""
