@@ -12,7 +12,7 @@ from explainers.importance import ImportanceComparison, ImportanceResult, compar
 
 from dashboard.safe_text import plot
 
-from .style import FONT, PALETTE, d3_format, scale_of
+from .style import FONT, PALETTE, d3_format, legend_below, scale_of
 
 
 def _one_method_data(r: ImportanceResult, normalised: bool):
@@ -122,14 +122,17 @@ def importance_bars_figure(
     for i, method in enumerate(vals.columns):
         fig.add_trace(_method_bar(i, method, vals, errs, fmt, desc))
     n_feat, n_meth = len(vals.index), len(vals.columns)
+    # the legend below the x axis, a row per two methods: it never covers the title or a bar
+    bottom = 80 + 22 * ((n_meth + 1) // 2)
+    height = int(min(2400, max(320, 60 + bottom + n_feat * (14 + 12 * n_meth))))
     fig.update_layout(
         template="plotly_white",
         barmode="group",
         title=plot(title) if title else ("Variable importance, compared" if n_meth > 1 else "Variable importance"),
         font=FONT,
-        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
-        height=int(min(2400, max(320, 120 + n_feat * (14 + 12 * n_meth)))),
-        margin=dict(l=10, r=20, t=90, b=50),
+        legend=legend_below(height, 60, bottom, 56),
+        height=height,
+        margin=dict(l=10, r=20, t=60, b=bottom),
         bargap=0.25,
     )
     fig.update_xaxes(

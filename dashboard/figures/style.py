@@ -178,3 +178,11 @@ def output_words(output: str, name: str = "", *, compact: bool = False) -> str:
         return f"{'P' if output == 'proba' else kind}({name})"
     return f"{kind} of {name}" if name else kind
 
+
+def legend_below(height: int, top: int, bottom: int, gap_px: int = 62) -> dict:
+    """A horizontal legend ``gap_px`` below the plot area (under the x tick labels and axis title),
+    placed in pixels as a share of the plot's own height, so it never covers the data, the axis
+    title or the figure's title. ``bottom`` must leave room for it (about 22 px a row)."""
+    plot_px = max(height - top - bottom, 60)
+    return dict(orientation="h", x=0, xanchor="left", y=-gap_px / plot_px, yanchor="top")
+

@@ -67,6 +67,7 @@ from .rows import background, sample_rows, split_rows
 from .whatif import explain_edited
 from .worker import ProgressBar
 from .context import (
+    context_for,
     ModelContext,
     current,
     data_score,

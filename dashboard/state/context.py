@@ -167,17 +167,26 @@ def _model_type(model) -> str:
     return type(model).__name__
 
 
+def context_for(key: str) -> ModelContext | None:
+    """The context of one model the picker offers (served, demo or this session's upload),
+    without making it the active one; None when ``key`` names none of them."""
+    up = st.session_state.get(UPLOAD)
+    if key == UPLOADED and up is not None:
+        return load_upload(up["model_bytes"], up["model_name"], up["data_bytes"], up["data_name"], up["target"],
+                           model_key=up["model_key"], data_key=up["data_key"])
+    for entry in served_models():
+        if entry.key == key:
+            return served_context(entry)
+    return demo_context(key) if key in demo_build.DEMO_NAMES else None
+
+
 def current() -> ModelContext:
     """The active model context (served, demo or upload)."""
     active = active_model()
-    up = st.session_state.get(UPLOAD)
-    if active == UPLOADED and up is not None:
-        return load_upload(up["model_bytes"], up["model_name"], up["data_bytes"], up["data_name"], up["target"],
-                           model_key=up["model_key"], data_key=up["data_key"])
+    ctx = context_for(active)
+    if ctx is not None:
+        return ctx
     served = served_models()
-    for entry in served:
-        if entry.key == active:
-            return served_context(entry)
     if active not in demo_build.DEMO_NAMES:  # gone or unknown: the first served model, else the demo
         if served:
             set_active_model(served[0].key)

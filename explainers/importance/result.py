@@ -69,7 +69,9 @@ class ImportanceResult:
         parts = [str(SCORING_LABELS.get(scoring, scoring))] if scoring else []
         if self.params.get("output") is not None:  # one output of a model of several targets
             parts.append(str(self.params["output"]))
-        return f"{name} ({', '.join(parts)})" if parts else name
+        label = f"{name} ({', '.join(parts)})" if parts else name
+        # results of several models side by side (the Compare page) say whose they are
+        return f"{self.params['compared_as']}: {label}" if self.params.get("compared_as") else label
 
     def to_frame(self) -> pd.DataFrame:
         """Return a DataFrame indexed by feature with ``importance`` and ``std``."""
