@@ -44,7 +44,8 @@ SECTIONS = {
                 ("interactions.py", "Interactions", ":material/hub:", "interactions")],
     "Attribution": [("shap.py", "SHAP", ":material/waterfall_chart:", "attribution"),
                     ("whatif.py", "What if?", ":material/tune:", "what-if")],
-    "Importance": [("importance.py", "Importance", ":material/leaderboard:", "importance-comparison")],
+    "Importance": [("importance.py", "Importance", ":material/leaderboard:", "importance-comparison"),
+                   ("compare.py", "Compare models", ":material/compare_arrows:", "compare")],
     "Share": [("report.py", "Report", ":material/description:", "report")],
 }
 nav = {}

@@ -12,7 +12,7 @@ from explainers.importance import ImportanceComparison, ImportanceResult, compar
 
 from dashboard.safe_text import plot
 
-from .style import FONT, PALETTE, d3_format, legend_below, scale_of
+from .style import FONT, PALETTE, d3_format, legend_below, scale_of, short_labels
 
 
 def _one_method_data(r: ImportanceResult, normalised: bool):
@@ -169,19 +169,24 @@ def agreement_heatmap_figure(comparison: ImportanceComparison, kind: str = "spea
     # Diverging vermillion - light grey - blue: both ends distinguishable with
     # red-green colour blindness, and 0 (no agreement) is neutral.
     scale = [[0.0, "#D55E00"], [0.5, "#F2F2F2"], [1.0, "#0072B2"]]
+    # long method names are shortened on the axes (a long label would run into the next one),
+    # and given whole in the hover
+    cols, rows = short_labels(mat.columns), short_labels(mat.index)
+    full = [[f"{plot(r)} vs {plot(c)}" for c in mat.columns] for r in mat.index]
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=[plot(c) for c in mat.columns],
-            y=[plot(c) for c in mat.index],
+            x=[plot(c) for c in cols],
+            y=[plot(r) for r in rows],
             zmin=-1,
             zmax=1,
             colorscale=scale,
             text=text,
             texttemplate="%{text}",
             textfont=dict(size=15),
-            colorbar=dict(title=symbol),
-            hovertemplate="%{y} vs %{x}<br>" + symbol + " = %{text}<extra></extra>",
+            customdata=full,
+            colorbar=dict(title=dict(text=symbol, side="right")),
+            hovertemplate="%{customdata}<br>" + symbol + " = %{text}<extra></extra>",
             xgap=2,
             ygap=2,
         )
@@ -194,7 +199,8 @@ def agreement_heatmap_figure(comparison: ImportanceComparison, kind: str = "spea
         height=side,
         margin=dict(l=10, r=10, t=70, b=10),
     )
-    fig.update_xaxes(side="bottom", tickangle=-30, automargin=True)
+    # upright labels' boxes never meet; slanted ones overlap their neighbours' boxes
+    fig.update_xaxes(side="bottom", tickangle=-90 if max(map(len, cols)) > 8 else 0, automargin=True)
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig
 

@@ -186,3 +186,20 @@ def legend_below(height: int, top: int, bottom: int, gap_px: int = 62) -> dict:
     plot_px = max(height - top - bottom, 60)
     return dict(orientation="h", x=0, xanchor="left", y=-gap_px / plot_px, yanchor="top")
 
+
+def short_labels(names, max_chars: int = 28) -> list[str]:
+    """Axis labels of at most ``max_chars`` characters: a longer name keeps its start and its end
+    around "…" (the full name goes in the hover). Labels stay distinct, as a categorical axis
+    merges equal ones."""
+    out: list[str] = []
+    for name in map(str, names):
+        label = name
+        if len(name) > max_chars:
+            head = (max_chars - 1) // 2
+            label = f"{name[:head].rstrip()}…{name[len(name) - (max_chars - 1 - head):].lstrip()}"
+        n, base = 2, label
+        while label in out:
+            label, n = f"{base} ({n})", n + 1
+        out.append(label)
+    return out
+

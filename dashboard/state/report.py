@@ -31,14 +31,20 @@ def _with_segments(ctx: ModelContext, built, wanted):
 
     from .segment_views import report_section
 
+    from .compare import report_sections as compare_sections
+
     if not any(wanted):
         return built
-    try:
-        section = report_section(ctx)
-    except Exception as exc:
-        notice = f"Segments left out: {error_message(exc)}"
-        return report.Built(built.html, built.outline, built.notices + (notice,), built.n_sections)
-    return report.add_sections(built, [section] if section is not None else [])
+    sections, notices = [], []
+    for what, make in (("Segments", lambda: [report_section(ctx)]), ("The model comparison",
+                                                                     lambda: compare_sections(ctx))):
+        try:
+            sections += [sec for sec in make() if sec is not None]
+        except Exception as exc:
+            notices.append(f"{what} left out: {error_message(exc)}")
+    if notices:
+        built = report.Built(built.html, built.outline, built.notices + tuple(notices), built.n_sections)
+    return report.add_sections(built, sections)
 
 
 def _build_report(ctx: ModelContext, feature: str, row: int, wanted, ci, bar):

@@ -175,6 +175,9 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
     *_controls("quality", "str", residuals_by="quality_feature"),
     # Segments (the proposals; the segments themselves are ?seg= / ?segon=, see .segments)
     *_controls("segments", "int", depth="seg_prop_depth", min_rows="seg_prop_min"),
+    # Compare
+    *_controls("compare", "list", models="compare_with"),
+    *_controls("compare", "str", feature="compare_feature"),
     # Report
     *_controls("report", "bool", summary="rep_summary", pdp="rep_pdp", shap="rep_shap", importance="rep_imp",
                interactions="rep_inter", preview="rep_show"),
