@@ -326,10 +326,11 @@ def loan_token(browser, app_url, loan_files):
 UPLOAD_PAGES = {
     "effects": ("PDP / ICE / ALE", lambda p: pick_option(p, "Feature", "region", exact=True),
                 lambda p: (expect(_box(p, "Feature")).to_have_value("region", timeout=60_000),
-                           _assert_in("region", _figure(p)["title"]))),
+                           # the box shows the pick at once; the chart follows when the rerun ends
+                           _until(p, lambda q: _assert_in("region", _figure(q)["title"])))),
     "attribution": ("SHAP", lambda p: _type_number(p, "Row (0 – 399)", 21),
                     lambda p: (expect(_number(p, "Row (0 – 399)")).to_have_value("21", timeout=60_000),
-                               _assert_in("Row 21", _figure(p)["title"]))),
+                               _until(p, lambda q: _assert_in("Row 21", _figure(q)["title"])))),
     "what-if": ("What if?", lambda p: _type_number(p, "Row (0 – 399)", 33),
                 lambda p: (expect(_number(p, "Row (0 – 399)")).to_have_value("33", timeout=60_000),
                            expect(p.get_by_text("Row 33 as in the data")).to_be_visible())),
