@@ -228,6 +228,20 @@ def _report_check(page):
     expect(page.get_by_text("Key facts at the top")).to_have_count(0)  # the summary is out of the outline
 
 
+def _compare_set(page):
+    pick_option(page, "Feature", "bmi", exact=True)
+
+
+def _compare_check(page):
+    expect(page.get_by_text("linear regression").first).to_be_visible(timeout=90_000)  # the default partner
+    expect(_box(page, "Feature")).to_have_value("bmi", timeout=90_000)
+    def pdp_shown(p):  # the charts: scores, predicted against actual, then the PDP (drawn once in view)
+        p.get_by_test_id("stPlotlyChart").nth(2).scroll_into_view_if_needed(timeout=5_000)
+        _assert_in("Partial dependence on bmi", _figure(p, 2, timeout=5_000)["title"])
+
+    _until(page, pdp_shown, timeout=90)
+
+
 PAGES = {  # url path: (sidebar title, set, check, two other pages)
     "effects": ("PDP / ICE / ALE", _pdp_set, _pdp_check, ("SHAP", "Quality")),
     "attribution": ("SHAP", _shap_set, _shap_check, ("PDP / ICE / ALE", "Model")),
@@ -236,6 +250,7 @@ PAGES = {  # url path: (sidebar title, set, check, two other pages)
     "interactions": ("Interactions", _interactions_set, _interactions_check, ("Model", "PDP / ICE / ALE")),
     "segments": ("Segments", _segments_set, _segments_check, ("Model", "Quality")),
     "report": ("Report", _report_set, _report_check, ("Model", "Segments")),
+    "compare": ("Compare models", _compare_set, _compare_check, ("Model", "SHAP")),
 }
 
 
