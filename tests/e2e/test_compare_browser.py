@@ -1,10 +1,6 @@
 """The Compare page in a real browser (issue #26): a scikit-learn pipeline and an XGBoost model
 file of the same table, served together, compared on the same rows; the numbers the page
 draws are scikit-learn's, and no label of its charts covers another."""
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,8 +8,8 @@ import skops.io as sio
 from playwright.sync_api import expect
 from sklearn import metrics as skm
 
-from .conftest import ROOT, pick_option, settle, stop_server, wait_idle
-from .test_serve_browser import _free_port, _wait_health
+from .conftest import pick_option, settle, stop_server, wait_idle
+from .test_serve_browser import start_serve
 from .test_state_browser import _figure
 from .test_truth_browser import _check_labels
 
@@ -35,16 +31,9 @@ def pair(tmp_path_factory):
     sio.dump(pipe, d / "pipe.skops")
     boost.save_model(d / "boost.json")
     X.assign(paid=y).to_csv(d / "loans.csv", index=False)
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("GLASSBOX_TRUST_PICKLES", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.cli", "serve", "--model", "pipe.skops", "--data", "loans.csv",
-         "--target", "paid", "--name", "Logistic pipeline", "--model", "boost.json", "--data", "loans.csv",
-         "--target", "paid", "--name", "XGBoost file", "--port", str(port)],
-        cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    _wait_health(proc, url)
+    proc, url = start_serve(d, ["--model", "pipe.skops", "--data", "loans.csv", "--target", "paid",
+                                "--name", "Logistic pipeline", "--model", "boost.json", "--data", "loans.csv",
+                                "--target", "paid", "--name", "XGBoost file"])
     yield url, X, y, pipe, boost
     stop_server(proc)
 

@@ -54,18 +54,24 @@ def served(tmp_path_factory, demo_cards):
     X.assign(wear=y).to_parquet(d / "engine.parquet", index=False)
     sio.dump(RandomForestClassifier(10, max_depth=3, random_state=0).fit(X, y > 0), d / "pump.skops")
     X.assign(broke=y > 0).to_csv(d / "pump.csv", index=False)
+    proc, url = start_serve(d, ["--model", "engine.skops", "--data", "engine.parquet", "--target", "wear",
+                                "--name", "Engine wear", "--model", "pump.skops", "--data", "pump.csv",
+                                "--target", "broke", "--name", "Pump failure"])
+    yield url
+    stop_server(proc)
+
+
+def start_serve(folder, args: list[str]):
+    """``glassbox serve <args>`` run from ``folder`` on a free loopback port, once it answers:
+    (process, base url)."""
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GLASSBOX_TRUST_PICKLES", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.cli", "serve", "--model", "engine.skops", "--data", "engine.parquet",
-         "--target", "wear", "--name", "Engine wear", "--model", "pump.skops", "--data", "pump.csv",
-         "--target", "broke", "--name", "Pump failure", "--port", str(port)],
-        cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "dashboard.cli", "serve", *args, "--port", str(port)],
+                            cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     _wait_health(proc, url)
-    yield url
-    stop_server(proc)
+    return proc, url
 
 
 def test_serve_opens_on_the_first_model(page, served, demo_cards):
