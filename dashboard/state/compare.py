@@ -24,6 +24,8 @@ COMPARE_WITH = "compare_with"
 N_BOOT = 1_000
 #: at most this many disagreement rows are listed
 N_DISAGREE = 50
+#: rows scored at most (a seeded sample beyond): the bootstrap's work is replicates x rows
+MAX_ROWS = 50_000
 
 
 def candidates(ctx: ModelContext) -> dict[str, str]:
@@ -94,6 +96,11 @@ def scored_rows(ctx: ModelContext, ctxs: dict, segment_rows=None) -> tuple[np.nd
         seg = np.asarray(segment_rows)
         rows = seg if rows is None else np.intersect1d(seg, rows)
         words = f"{len(rows):,} rows of the segment" + (" (held-out rows only)" if same else "")
+    n = len(ctx.X) if rows is None else len(rows)
+    if n > MAX_ROWS:  # a seeded sample bounds the bootstrap (intervals from it are, if anything, wider)
+        pool = np.arange(len(ctx.X)) if rows is None else rows
+        rows = np.sort(np.random.default_rng(0).choice(pool, MAX_ROWS, replace=False))
+        words = f"a seeded sample of {MAX_ROWS:,} of {words}"
     return rows, words
 
 

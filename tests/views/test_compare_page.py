@@ -120,3 +120,21 @@ def test_the_report_holds_the_comparison():
     outline = " ".join(m.value for m in at.markdown)
     assert "Models compared: random forest and linear regression" in outline
     assert "Differences between the models" in outline
+
+
+def test_large_data_is_scored_on_a_seeded_sample(monkeypatch):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    monkeypatch.setattr(cs, "MAX_ROWS", 100)
+    ctx = SimpleNamespace(card={}, X=pd.DataFrame({"a": np.arange(1_000)}))
+    rows, words = cs.scored_rows(ctx, {"a": ctx, "b": ctx})
+    assert len(rows) == 100 and len(set(rows)) == 100 and words == "a seeded sample of 100 of every row"
+    again, _ = cs.scored_rows(ctx, {"a": ctx, "b": ctx})
+    np.testing.assert_array_equal(rows, again)  # the same rows on every run: the cache and the link hold
+    monkeypatch.setattr(cs, "MAX_ROWS", 50_000)
+    demo = SimpleNamespace(card={"n_train": 400}, X=ctx.X)
+    rows, words = cs.scored_rows(demo, {"a": demo, "b": demo}, segment_rows=np.arange(300, 700))
+    np.testing.assert_array_equal(rows, np.arange(400, 700))
+    assert words == "300 rows of the segment (held-out rows only)"
