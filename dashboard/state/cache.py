@@ -50,7 +50,7 @@ PERSISTED_KINDS = frozenset({
     "pdp", "ale", "pdp_segment", "shap_row", "whatif", "verdict", "quality_pred", "quality",
     "quality_segment", "row_table", "row_errors", "importance", "importance_segment",
     "shap_segment", "segment_mask", "category_order", "report",
-    "propose_segments",
+    "propose_segments", "compare", "compare_quality", "compare_pdp",
 })
 #: and every kind starting with one of these (the interactions: "interactions_h", ...)
 PERSISTED_PREFIXES = ("ia_", "h_", "interactions_")
