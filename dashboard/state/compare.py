@@ -197,6 +197,18 @@ def verdict(cmp, real) -> str:
     return "Differences whose interval leaves 0 out:\n" + "\n".join(lines)
 
 
+def mcnemar_caption(cmp) -> str | None:
+    """McNemar's exact test on accuracy for each pair, in words (None for regressors)."""
+    from dashboard.figures.style import fmt_number
+
+    acc = cmp.differences[cmp.differences.metric == "accuracy"]
+    if acc.empty:
+        return None
+    parts = [f"{a} vs {b}: p = {fmt_number(p)}" for a, b, p in zip(acc.model_a, acc.model_b, acc.p_value)]
+    return ("McNemar's exact test on the rows one model classifies right and the other wrong (accuracy): "
+            + "; ".join(parts) + ". Below 0.05, the accuracies differ by more than chance would make them.")
+
+
 def qualities(ctxs: dict, rows) -> dict:
     """:func:`explainers.quality.quality` of each model on the rows (a segment's, when given),
     cached per model, data and rows; a classifier at its default threshold."""

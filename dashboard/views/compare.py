@@ -49,6 +49,8 @@ for note in cmp.notes:
 st.plotly_chart(cfig.differences_figure(cmp.differences, cs.METRIC_LABELS), key="compare_differences")
 real = cmp.differences[cmp.differences["significant"]]
 st.markdown(cs.verdict(cmp, real))
+if caption := cs.mcnemar_caption(cmp):
+    st.caption(md(caption))
 
 quality = cs.qualities(ctxs, rows)
 if ctx.task == "regression":

@@ -138,3 +138,18 @@ def test_large_data_is_scored_on_a_seeded_sample(monkeypatch):
     rows, words = cs.scored_rows(demo, {"a": demo, "b": demo}, segment_rows=np.arange(300, 700))
     np.testing.assert_array_equal(rows, np.arange(400, 700))
     assert words == "300 rows of the segment (held-out rows only)"
+
+
+def test_mcnemar_on_the_page_is_the_exact_binomial_test():
+    from scipy.stats import binomtest
+
+    at = open_page(PAGE, demo="breast_cancer_hgb", timeout=300)
+    assert not at.exception and not at.error
+    hgb, ds, card = load_demo("breast_cancer_hgb")
+    logit, _, _ = load_demo("breast_cancer_logistic")
+    X, y = ds.X.iloc[card["n_train"]:], ds.y.iloc[card["n_train"]:].to_numpy()
+    right_a, right_b = hgb.predict(X) == y, logit.predict(X) == y
+    b, c = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
+    p = 1.0 if b + c == 0 else binomtest(b, b + c, 0.5).pvalue
+    caption = next(c.value for c in at.caption if "McNemar" in c.value)
+    assert f"p = {p:.4g}" in caption, caption
