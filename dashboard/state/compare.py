@@ -83,7 +83,8 @@ def _unique(label: str, taken) -> str:
     return out
 
 
-def scored_rows(ctx: ModelContext, ctxs: dict, segment_rows=None) -> tuple[np.ndarray | None, str]:
+def scored_rows(ctx: ModelContext, ctxs: dict, segment_rows=None, segment_name: str = "") -> tuple[np.ndarray | None,
+                                                                                                     str]:
     """``(positions or None for all, what they are)``: the rows the models are scored on. A demo's
     data keeps its training rows first (its card says how many): they are left out when every
     compared model was fitted on the same ones, since a model scores better on rows it was fitted
@@ -95,7 +96,7 @@ def scored_rows(ctx: ModelContext, ctxs: dict, segment_rows=None) -> tuple[np.nd
     if segment_rows is not None:
         seg = np.asarray(segment_rows)
         rows = seg if rows is None else np.intersect1d(seg, rows)
-        words = f"{len(rows):,} rows of the segment" + (" (held-out rows only)" if same else "")
+        words = f"the {len(rows):,} rows of segment {segment_name}" + (" (held-out rows only)" if same else "")
     n = len(ctx.X) if rows is None else len(rows)
     if n > MAX_ROWS:  # a seeded sample bounds the bootstrap (intervals from it are, if anything, wider)
         pool = np.arange(len(ctx.X)) if rows is None else rows

@@ -31,9 +31,7 @@ if len(ctxs) < 2:
 if problem := cs.compare_problem(ctx, ctxs):
     st.info(md(problem), icon=":material/info:")
     st.stop()
-rows, where = cs.scored_rows(ctx, ctxs, None if seg is None else seg.rows)
-if seg is not None:
-    where = f"{where} {md(seg.name)}"
+rows, where = cs.scored_rows(ctx, ctxs, None if seg is None else seg.rows, "" if seg is None else md(seg.name))
 try:
     with st.spinner(f"Scoring {len(ctxs)} models on {where} ({cs.N_BOOT:,} paired bootstrap replicates)…"):
         cmp = cs.comparison(ctx, ctxs, rows, None if rows is None else hash(rows.tobytes()))

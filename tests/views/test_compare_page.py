@@ -135,9 +135,9 @@ def test_large_data_is_scored_on_a_seeded_sample(monkeypatch):
     np.testing.assert_array_equal(rows, again)  # the same rows on every run: the cache and the link hold
     monkeypatch.setattr(cs, "MAX_ROWS", 50_000)
     demo = SimpleNamespace(card={"n_train": 400}, X=ctx.X)
-    rows, words = cs.scored_rows(demo, {"a": demo, "b": demo}, segment_rows=np.arange(300, 700))
+    rows, words = cs.scored_rows(demo, {"a": demo, "b": demo}, segment_rows=np.arange(300, 700), segment_name="Young")
     np.testing.assert_array_equal(rows, np.arange(400, 700))
-    assert words == "300 rows of the segment (held-out rows only)"
+    assert words == "the 300 rows of segment Young (held-out rows only)"
 
 
 def test_mcnemar_on_the_page_is_the_exact_binomial_test():
@@ -153,3 +153,24 @@ def test_mcnemar_on_the_page_is_the_exact_binomial_test():
     p = 1.0 if b + c == 0 else binomtest(b, b + c, 0.5).pvalue
     caption = next(c.value for c in at.caption if "McNemar" in c.value)
     assert f"p = {p:.4g}" in caption, caption
+
+
+def test_a_segment_compares_the_models_on_its_held_out_rows():
+    from dashboard.state.segments import SEGMENT_ON, SEGMENTS
+    from explainers.segments import Range, Segment
+
+    heavy = Segment("Heavier", [Range("bmi", lo=27.0)])
+    at = open_page(None, demo="diabetes_forest")
+    at.session_state[SEGMENTS] = [heavy.to_token()]
+    at.session_state[SEGMENT_ON] = "Heavier"
+    at.switch_page(PAGE).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    forest, ds, card = load_demo("diabetes_forest")
+    linear, _, _ = load_demo("diabetes_linear")
+    held = np.arange(card["n_train"], len(ds.X))
+    rows = held[heavy.mask(None, ds.X)[held]]
+    X, y = ds.X.iloc[rows], ds.y.iloc[rows].to_numpy(float)
+    table = at.dataframe[0].value.set_index("model")
+    for name, model in (("random forest", forest), ("linear regression", linear)):
+        assert table.loc[name, "R²"] == f"{skm.r2_score(y, model.predict(X)):.4g}"
+    assert f"the {len(rows):,} rows of segment Heavier (held-out rows only)" in " ".join(c.value for c in at.caption)
