@@ -207,3 +207,52 @@ def test_a_prediction_the_model_cannot_make_is_refused_with_a_reason(name):
     with pytest.raises(ExplainerError, match=rf"This {name} .*radius-neighbours model finds no training row"):
         explain(model, X.iloc[:3], background=X.iloc[:30])
 
+
+
+def _meta_estimators():
+    """Meta-estimators with a base estimator given, as an analyst builds them."""
+    from sklearn import ensemble, model_selection, multiclass, multioutput, semi_supervised
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.tree import DecisionTreeClassifier
+
+    two = [("lr", LogisticRegression()), ("tree", DecisionTreeClassifier(max_depth=3, random_state=0))]
+    ridges = [("ridge", Ridge()), ("stiff", Ridge(alpha=5.0))]
+    return {
+        "StackingClassifier": (ensemble.StackingClassifier(two), "classifier"),
+        "VotingClassifier": (ensemble.VotingClassifier(two, voting="soft"), "classifier"),
+        "StackingRegressor": (ensemble.StackingRegressor(ridges), "regressor"),
+        "VotingRegressor": (ensemble.VotingRegressor(ridges), "regressor"),
+        "OneVsRestClassifier": (multiclass.OneVsRestClassifier(LogisticRegression()), "classifier"),
+        "OneVsOneClassifier": (multiclass.OneVsOneClassifier(LogisticRegression()), "classifier"),
+        "SelfTrainingClassifier": (semi_supervised.SelfTrainingClassifier(LogisticRegression()), "classifier"),
+        "FixedThresholdClassifier": (model_selection.FixedThresholdClassifier(LogisticRegression(), threshold=0.3),
+                                     "classifier"),
+        "MultiOutputRegressor": (multioutput.MultiOutputRegressor(Ridge()), "MultiTaskLasso"),
+        "RegressorChain": (multioutput.RegressorChain(Ridge()), "MultiTaskLasso"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_meta_estimators()))
+def test_meta_estimators_with_a_base_estimator(name):
+    est, kind = _meta_estimators()[name]
+    X, y = _table(kind, "regressor" if kind == "MultiTaskLasso" else kind)
+    est = _fit(est, X, y)
+    _check(load_model(sio.dumps(est), filename="model.skops"), est, X)
+
+
+def test_label_only_and_unreviewed_meta_estimators_are_refused_by_name():
+    """A hard-voting ensemble gives labels only: nothing to explain, and it says so; a tuned
+    threshold keeps its scorer (functions not reviewed): refused naming them."""
+    from sklearn import ensemble, model_selection
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import SVC
+
+    from explainers import ExplainerError
+
+    X, y = _table("VotingClassifier", "classifier")
+    hard = _fit(ensemble.VotingClassifier([("lr", LogisticRegression()), ("svc", SVC())]), X, y)
+    with pytest.raises(ExplainerError, match="neither predict_proba nor decision_function"):
+        explain(load_model(sio.dumps(hard), filename="model.skops"), X.iloc[:2], background=X)
+    tuned = _fit(model_selection.TunedThresholdClassifierCV(LogisticRegression()), X, y)
+    with pytest.raises(ExplainerError, match="_CurveScorer"):
+        load_model(sio.dumps(tuned), filename="model.skops")

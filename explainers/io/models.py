@@ -28,6 +28,12 @@ from .skops_rebuild import check_loaded, node_name, schema_nodes, strip_schema
 #: on files dumped from scikit-learn's own estimators (tests/test_io_allowlist.py).
 SKOPS_ALLOWED_TYPES = frozenset(
     {
+        # Stacking / Voting estimators' named_estimators_: a dict whose keys read as attributes
+        # (no method of it runs anything from the file; the estimators in it are checked as usual)
+        "sklearn.utils._bunch.Bunch",
+        # OutputCodeClassifier's stand-in for a code column with one class: it repeats its stored
+        # label (y_, a number) for every row
+        "sklearn.multiclass._ConstantPredictor",
         # node arrays of every DecisionTree, forest and GradientBoosting; their
         # contents are checked by explainers.trees.validate before any walk
         "sklearn.tree._tree.Tree",
