@@ -276,6 +276,19 @@ def importances(ctxs: dict, methods: list[str], bar) -> tuple[list, list]:
     return results, skipped
 
 
+def importances_cost(ctxs: dict, methods: list[str]) -> float:
+    """Estimated seconds of every model's importances (the Importance page's own estimate, summed;
+    measured on a few rows of each model, cached per model)."""
+    from .costs import importance_cost, shap_is_fast
+
+    n_repeats, max_rows = int(value("imp_repeats", 5)), int(value("imp_rows", 1_000))
+    total = 0.0
+    for c in ctxs.values():
+        wanted = [m for m in methods if m != "shap" or shap_is_fast(c)]
+        total += importance_cost(c, wanted, n_repeats, max_rows)[0]
+    return total
+
+
 def importance_comparison(ctx: ModelContext, results):
     """The importances side by side, with rank agreement (features every model has)."""
     from explainers.importance import compare_importances

@@ -72,9 +72,23 @@ else:
 
 st.subheader("Importance")
 methods = [m for m in importance_methods(ctx, with_shap=True) if m in ("permutation", "shap")]
-bar = st.progress(0.0, text="Importances…")
-results, skipped = cs.importances(ctxs, methods, bar)
-bar.empty()
+with st.spinner("Measuring how long the models take…"):
+    try:
+        cost = cs.importances_cost(ctxs, methods)
+    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+        cost = 0.0
+approved = st.session_state.get("compare_imp_go") == tuple(c.key for c in ctxs.values())
+if cost > state.SLOW_VIEW_S and not approved:
+    st.warning(f"The importances of {len(ctxs)} models take about **{state.fmt_seconds(cost)}** (measured on a few "
+               "rows; fewer rows or repeats on the Importance page's settings make it shorter).",
+               icon=":material/timer:")
+    st.button("Compute anyway", key="compare_imp_button", on_click=st.session_state.__setitem__,
+              args=("compare_imp_go", tuple(c.key for c in ctxs.values())))
+    results, skipped = [], []
+else:
+    bar = st.progress(0.0, text="Importances…")
+    results, skipped = cs.importances(ctxs, methods, bar)
+    bar.empty()
 for label, reason in skipped:
     st.caption(f"**{md(label)}** not shown: {md(reason)}")
 if len(results) >= 2:

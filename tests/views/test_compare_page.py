@@ -174,3 +174,16 @@ def test_a_segment_compares_the_models_on_its_held_out_rows():
     for name, model in (("random forest", forest), ("linear regression", linear)):
         assert table.loc[name, "R²"] == f"{skm.r2_score(y, model.predict(X)):.4g}"
     assert f"the {len(rows):,} rows of segment Heavier (held-out rows only)" in " ".join(c.value for c in at.caption)
+
+
+def test_slow_importances_ask_first(monkeypatch):
+    """The importances of several models are estimated before they run; over the page budget
+    the page asks, and the rest of the comparison is drawn meanwhile."""
+    monkeypatch.setattr(cs, "importances_cost", lambda ctxs, methods: 99.0)
+    at = open_page(PAGE, demo="diabetes_forest", timeout=300)
+    assert any("take about" in w.value for w in at.warning)
+    assert not [f for f in figures(at) if "Importance of each model" in f["layout"]["title"]["text"]]
+    assert [f for f in figures(at) if "Partial dependence" in f["layout"]["title"]["text"]]
+    next(b for b in at.button if b.label == "Compute anyway").click().run()
+    assert not at.exception
+    assert [f for f in figures(at) if "Importance of each model" in f["layout"]["title"]["text"]]
