@@ -105,21 +105,30 @@ def scored_rows(ctx: ModelContext, ctxs: dict, segment_rows=None, segment_name: 
     return rows, words
 
 
-def comparison(ctx: ModelContext, ctxs: dict, rows: np.ndarray | None = None, rows_key=None):
+def _rows_key(rows) -> str | None:
+    """A cache key part for a choice of rows (None: every row), the same in every process (the
+    disk cache outlives one): a digest of the positions, not Python's salted ``hash``."""
+    import hashlib
+
+    return None if rows is None else hashlib.sha256(np.asarray(rows, dtype=np.int64).tobytes()).hexdigest()
+
+
+def _on(c: ModelContext, rows):
+    """(X, y) of a context on ``rows`` (positions; None: every row)."""
+    return (c.X, c.y) if rows is None else (c.X.iloc[rows], c.y.iloc[rows])
+
+
+def comparison(ctx: ModelContext, ctxs: dict, rows: np.ndarray | None = None):
     """:func:`explainers.compare.compare_models` of the models on the active data's ``rows``
-    (positions; None: every row), cached per model, data and rows (``rows_key``)."""
+    (positions; None: every row), cached per model, data and rows."""
     from explainers.compare import compare_models
 
-    names = list(ctxs)
-
     def compute():
-        take = slice(None) if rows is None else rows
-        models = {n: c.model for n, c in ctxs.items()}
-        X = ctx.X.iloc[take] if rows is not None else ctx.X
-        y = ctx.y.iloc[take] if rows is not None else ctx.y
-        return compare_models(models, X, y, n_boot=N_BOOT, random_state=0, n_disagree=N_DISAGREE)
+        X, y = _on(ctx, rows)
+        return compare_models({n: c.model for n, c in ctxs.items()}, X, y, n_boot=N_BOOT, random_state=0,
+                              n_disagree=N_DISAGREE)
 
-    key = ("compare", tuple(c.model_key for c in ctxs.values()), tuple(names), ctx.data_key, rows_key, N_BOOT)
+    key = ("compare", tuple(c.model_key for c in ctxs.values()), tuple(ctxs), ctx.data_key, _rows_key(rows), N_BOOT)
     return result_cache().get_or_compute(key, compute)
 
 
@@ -215,15 +224,10 @@ def qualities(ctxs: dict, rows) -> dict:
     cached per model, data and rows; a classifier at its default threshold."""
     from explainers.quality import quality
 
-    out = {}
-    for name, c in ctxs.items():
-        def compute(c=c):
-            X, y = (c.X, c.y) if rows is None else (c.X.iloc[rows], c.y.iloc[rows])
-            return quality(c.model if c.adapter is None else c.adapter, X, y)
-
-        part = None if rows is None else hash(np.asarray(rows).tobytes())
-        out[name] = result_cache().get_or_compute(("compare_quality", c.model_key, c.data_key, part), compute)
-    return out
+    part = _rows_key(rows)
+    return {name: result_cache().get_or_compute(("compare_quality", c.model_key, c.data_key, part),
+                                                lambda c=c: quality(c.adapter, *_on(c, rows)))
+            for name, c in ctxs.items()}
 
 
 # ------------------------------------------------------------------ effects
@@ -252,25 +256,25 @@ def pdp_curves(ctx: ModelContext, ctxs: dict, feature: str, grid_resolution: int
         first = first or res
         avg = np.asarray(res.average)
         out[name] = (res.grid[0], avg if avg.ndim == 1 else avg[:, min(ci or 0, avg.shape[1] - 1)])
-    outputs = {c.adapter.output for c in ctxs.values()}
-    name = ctx.classes[ci] if ci is not None and ctx.classes else ""
-    kind = "proba" if ctx.task != "regression" and outputs <= {"auto", "proba"} else (
-        "margin" if ctx.task != "regression" and outputs == {"raw"} else ("raw" if ctx.task == "regression" else ""))
-    return out, output_words(kind, name) if kind else "prediction (probability or margin, by model)"
+    if ctx.task == "regression":
+        return out, "prediction"
+    outputs = {c.adapter.output for c in ctxs.values()}  # "auto" is a probability, "raw" a margin
+    kind = "proba" if outputs <= {"auto", "proba"} else "margin" if outputs == {"raw"} else None
+    if kind is None:
+        return out, "prediction (probability or margin, by model)"
+    return out, output_words(kind, ctx.classes[ci] if ci is not None else "")
 
 
 # --------------------------------------------------------------- importance
 def importances(ctxs: dict, methods: list[str], bar) -> tuple[list, list]:
     """Each model's permutation importance (and mean |SHAP| where it is fast), on the same rows,
     with the Importance page's settings; each result labelled with its model's name."""
-    from .costs import shap_is_fast
     from .importance import importances as page_importances
 
-    n_repeats, max_rows = int(value("imp_repeats", 5)), int(value("imp_rows", 1_000))
+    n_repeats, max_rows = _importance_settings()
     results, skipped = [], []
     for name, c in ctxs.items():
-        wanted = [m for m in methods if m != "shap" or shap_is_fast(c)]
-        got, why = page_importances(c, wanted, n_repeats, max_rows, bar, page="compare")
+        got, why = page_importances(c, _fast_methods(c, methods), n_repeats, max_rows, bar, page="compare")
         results += [dataclasses.replace(r, params={**r.params, "compared_as": name}) for r in got]
         skipped += [(f"{name}: {label}", reason) for label, reason in why]
     return results, skipped
@@ -279,14 +283,22 @@ def importances(ctxs: dict, methods: list[str], bar) -> tuple[list, list]:
 def importances_cost(ctxs: dict, methods: list[str]) -> float:
     """Estimated seconds of every model's importances (the Importance page's own estimate, summed;
     measured on a few rows of each model, cached per model)."""
-    from .costs import importance_cost, shap_is_fast
+    from .costs import importance_cost
 
-    n_repeats, max_rows = int(value("imp_repeats", 5)), int(value("imp_rows", 1_000))
-    total = 0.0
-    for c in ctxs.values():
-        wanted = [m for m in methods if m != "shap" or shap_is_fast(c)]
-        total += importance_cost(c, wanted, n_repeats, max_rows)[0]
-    return total
+    n_repeats, max_rows = _importance_settings()
+    return sum(importance_cost(c, _fast_methods(c, methods), n_repeats, max_rows)[0] for c in ctxs.values())
+
+
+def _importance_settings() -> tuple[int, int]:
+    """(permutation repeats, rows used): the Importance page's settings."""
+    return int(value("imp_repeats", 5)), int(value("imp_rows", 1_000))
+
+
+def _fast_methods(c: ModelContext, methods: list[str]) -> list[str]:
+    """The methods a model is compared on: mean |SHAP| only where it is fast for it."""
+    from .costs import shap_is_fast
+
+    return [m for m in methods if m != "shap" or shap_is_fast(c)]
 
 
 def importance_comparison(ctx: ModelContext, results):
@@ -351,7 +363,7 @@ def report_sections(ctx: ModelContext) -> list:
     if len(ctxs) < 2 or compare_problem(ctx, ctxs):
         return []
     rows, where = scored_rows(ctx, ctxs)
-    cmp = comparison(ctx, ctxs, rows, None if rows is None else hash(rows.tobytes()))
+    cmp = comparison(ctx, ctxs, rows)
     names = " and ".join(ctxs)
     diffs = cmp.differences.assign(metric=cmp.differences.metric.map(lambda m: METRIC_LABELS.get(m, m)))
     shown = diffs[["model_a", "model_b", "metric", "difference", "low", "high", "p_value", "significant"]]

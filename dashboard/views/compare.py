@@ -34,7 +34,7 @@ if problem := cs.compare_problem(ctx, ctxs):
 rows, where = cs.scored_rows(ctx, ctxs, None if seg is None else seg.rows, "" if seg is None else md(seg.name))
 try:
     with st.spinner(f"Scoring {len(ctxs)} models on {where} ({cs.N_BOOT:,} paired bootstrap replicates)…"):
-        cmp = cs.comparison(ctx, ctxs, rows, None if rows is None else hash(rows.tobytes()))
+        cmp = cs.comparison(ctx, ctxs, rows)
 except Exception as exc:
     widgets.show_error(exc)
     st.stop()
