@@ -628,26 +628,31 @@ class ModelAdapter:
 
     def _call(self, inp) -> np.ndarray:
         """The output function on one chunk. A NaN output is refused here: every explanation
-        averages predictions, and one NaN would silently spread to all of them."""
-        name = type(_final_step(self.model)).__name__
-        hint = ("Explanations predict rows mixed from the data's own values; a radius-neighbours model "
-                "finds no training row within its radius for some of them. Fit it with a larger radius"
-                + (" or an outlier_label." if self.task != "regression" else "."))
+        averages predictions, and one NaN would silently spread to all of them. (The messages are
+        built only on failure: this runs on every chunk every explainer predicts.)"""
         try:
             out = self._fn(inp)
         except ValueError as exc:
             if "No neighbors found" not in str(exc):
                 raise
-            raise InvalidModelError(f"This {name} cannot predict some rows: {str(exc).split(' array(')[0]}. "
-                                    f"{hint}") from None
+            raise InvalidModelError(f"This {self._name()} cannot predict some rows: "
+                                    f"{str(exc).split(' array(')[0]}. {self._radius_hint()}") from None
         bad = np.isnan(out)
         if bad.any():
-            rows = int(bad.any(axis=1).sum())
+            name, rows = self._name(), int(bad.any(axis=1).sum())
             raise InvalidModelError(
                 f"This {name} predicted NaN for {rows:,} of {len(out):,} rows, so nothing computed from them "
-                "would be a number. " + (hint if "RadiusNeighbors" in name else
+                "would be a number. " + (self._radius_hint() if "RadiusNeighbors" in name else
                                          "Check the rows it is given (empty cells the model cannot take?)."))
         return out
+
+    def _name(self) -> str:
+        return type(_final_step(self.model)).__name__
+
+    def _radius_hint(self) -> str:
+        return ("Explanations predict rows mixed from the data's own values; a radius-neighbours model "
+                "finds no training row within its radius for some of them. Fit it with a larger radius"
+                + (" or an outlier_label." if self.task != "regression" else "."))
 
     def predict(self, X) -> np.ndarray:
         """Predict X in row chunks.

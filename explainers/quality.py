@@ -407,6 +407,8 @@ def classification_quality(y, proba, classes, *, threshold: float | None = None,
         gs.append(gains(hit, p[:, c], label=classes[c]))
     if binary:
         hit = (y_true == positive).astype(int)
+        # the metrics of the predictions made above (a margin's rule is strict, a probability's is not):
+        # as 0/1 scores, at 0.5 they are those predictions
         metrics = threshold_metrics(hit, (y_pred == positive).astype(float), 0.5)
         metrics["threshold"] = threshold
         metrics["roc_auc"] = rocs[0].auc

@@ -105,4 +105,3 @@ def target_output(ctx: ModelContext) -> int | None:
     label = value(TARGET_OUTPUT)
     label = str(label) if label is not None and str(label) in choices else default_target_output(ctx)
     return None if label == NO_TARGET_OUTPUT else choices.index(label)
-

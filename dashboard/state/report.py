@@ -29,9 +29,8 @@ def _with_segments(ctx: ModelContext, built, wanted):
     report's cache key, since segments are added and removed without its choices changing."""
     from dashboard import report
 
-    from .segment_views import report_section
-
     from .compare import report_sections as compare_sections
+    from .segment_views import report_section
 
     if not any(wanted):
         return built
