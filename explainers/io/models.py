@@ -122,21 +122,11 @@ def _numpy_ufunc_names() -> frozenset:
     return frozenset(f"numpy.{n}" for n in dir(np) if isinstance(getattr(np, n, None), np.ufunc))
 
 
-def _schema_nodes(data: bytes):
-    """Every node (a dict with a ``__loader__``) of a .skops file's schema, iteratively."""
-    import json
-    import zipfile
-
-    with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        schema = json.loads(zf.read("schema.json"))  # its size was checked by check_skops_archive
-    yield from schema_nodes(schema, "__loader__")
-
-
 _node_name = node_name
 
 
-def _refused_skops_names(data: bytes, untrusted) -> list[str]:
-    """The names in a .skops file that the reviewed lists do not allow, sorted.
+def _refused_skops_names(schema, untrusted) -> list[str]:
+    """The names in a .skops file's (parsed) schema that the reviewed lists do not allow, sorted.
 
     Types must be on :data:`SKOPS_ALLOWED_TYPES`. A reviewed function must be
     loaded as a function (never as a type to build). A ``functools.partial`` is
@@ -148,7 +138,7 @@ def _refused_skops_names(data: bytes, untrusted) -> list[str]:
     if not names & (SKOPS_ALLOWED_FUNCTIONS | {_PARTIAL}):
         return sorted(refused)
     wrapped_ok = SKOPS_ALLOWED_FUNCTIONS | _numpy_ufunc_names()
-    for node in _schema_nodes(data):
+    for node in schema_nodes(schema, "__loader__"):
         name = _node_name(node)
         if name in SKOPS_ALLOWED_FUNCTIONS and node.get("__loader__") != "FunctionNode":
             refused.add(f"{name} (as {node.get('__loader__')})")
@@ -278,8 +268,7 @@ def _load_skops(data: bytes):
     _, schema = checked_schema(data)  # check_skops_archive, keeping the schema it parsed
     try:
         # neighbour indexes and MLP optimizers are left out here, never built from the file
-        data, names = strip_schema(data, schema)
-        del schema
+        data, names = strip_schema(data, schema)  # edits schema in place: it is the archive's now
         untrusted = sio.get_untrusted_types(data=data)
     except InvalidModelError:
         raise
@@ -289,7 +278,8 @@ def _load_skops(data: bytes):
             "Save the model with skops.io.dump(model, 'model.skops')."
         ) from None
     try:
-        refused = _refused_skops_names(data, untrusted)
+        refused = _refused_skops_names(schema, untrusted)
+        del schema  # bounded, but not kept while skops builds the model
     except Exception as exc:  # noqa: BLE001 - a schema skops read but we cannot
         raise InvalidModelError(
             f"The file is not a readable .skops model ({type(exc).__name__}: {exc}). "
