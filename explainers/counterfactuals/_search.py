@@ -1,0 +1,160 @@
+"""Counterfactuals of any model: a seeded search over the allowed values, then a repair.
+
+1. Growing spheres (Laugel et al., 2018) in the distance's own units: candidates are drawn
+   at a growing radius (each changes a random set of features, the radius shared among
+   them; a category change counts 1), until some reach the target.
+2. The nearest of those are made sparser (each changed feature put back where the target
+   still holds) and nearer (each remaining change bisected toward the row's own value,
+   ten steps, keeping the target).
+3. The answers are the nearest, each changing a different set of features (the tree
+   solver's rule: a later answer keeps at least one feature of every earlier one).
+
+Every candidate is judged by the model's own ``predict``; nothing is proved nearest
+(``optimal=False``).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from ._problem import Problem, Target
+
+#: candidates drawn per radius
+DRAWS = 400
+#: valid candidates kept for the repair
+KEEP = 30
+#: bisection steps per changed feature
+STEPS = 10
+
+
+def _free(problem: Problem):
+    out = []
+    for f in problem.features:
+        if f.fixed:
+            continue
+        if f.kind == "categorical" and len(f.allowed) > 1:
+            out.append(f)
+        elif f.kind != "categorical" and np.isfinite(f.lo) and np.isfinite(f.hi) and f.hi > f.lo:
+            out.append(f)
+    return out
+
+
+def _reached(problem: Problem, target: Target, rows: pd.DataFrame) -> np.ndarray:
+    labels, values = problem.predict(rows)
+    return target.reached(labels, values)
+
+
+def frame_like(problem: Problem, cols: dict) -> pd.DataFrame:
+    """A data frame of the data's columns and dtypes from per-column arrays (integer columns
+    hold whole numbers here; a column whose values no longer fit its dtype keeps theirs)."""
+    out = pd.DataFrame({name: cols[name] for name in problem.frame.columns})
+    for name, dt in problem.frame.dtypes.items():
+        if out[name].dtype != dt:
+            try:
+                out[name] = out[name].astype(dt)
+            except (TypeError, ValueError):
+                pass
+    return out
+
+
+def _draw(problem, free, x: pd.Series, radius: float, rng, count: int) -> pd.DataFrame:
+    cols = {name: np.repeat(np.asarray([x[name]], dtype=object), count) for name in problem.frame.columns}
+    p = len(free)
+    sizes = rng.integers(1, p + 1, size=count)
+    for i in range(count):
+        picked = rng.choice(p, size=sizes[i], replace=False)
+        share = rng.dirichlet(np.ones(len(picked))) * radius * rng.uniform(0.5, 1.0)
+        for k, s in zip(picked, share):
+            f = free[k]
+            old = x[f.name]
+            if f.kind == "categorical":
+                others = [a for a in f.allowed if not (a == old or str(a) == str(old))]
+                if others:
+                    cols[f.name][i] = others[rng.integers(len(others))]
+                continue
+            base = float(old) if not pd.isna(old) else float(rng.uniform(f.lo, f.hi))
+            v = float(np.clip(base + rng.choice([-1.0, 1.0]) * s * f.scale, f.lo, f.hi))
+            cols[f.name][i] = float(np.round(v)) if f.kind == "integer" else v
+    for f in problem.features:
+        if f.kind != "categorical":
+            cols[f.name] = pd.to_numeric(pd.Series(cols[f.name]), errors="coerce").to_numpy(float)
+    return frame_like(problem, cols)
+
+
+def _put_back(problem, free, x, cand: pd.DataFrame, target) -> pd.DataFrame:
+    """Features changed in a candidate put back to the row's own value where the target holds."""
+    for f in free:
+        col = cand[f.name]
+        old = x[f.name]
+        moved = ~col.apply(lambda v: (pd.isna(v) and pd.isna(old)) or v == old or str(v) == str(old)).to_numpy()
+        if not moved.any():
+            continue
+        trial = cand.loc[moved].copy()
+        trial[f.name] = pd.Series([old] * len(trial), index=trial.index, dtype=cand[f.name].dtype)
+        ok = _reached(problem, target, trial)
+        idx = trial.index[ok]
+        cand.loc[idx, f.name] = old
+    return cand
+
+
+def _bisect(problem, free, x, cand: pd.DataFrame, target) -> pd.DataFrame:
+    """Each numeric change moved toward the row's own value as far as the target allows."""
+    for f in free:
+        if f.kind == "categorical" or pd.isna(x[f.name]):
+            continue
+        old = float(x[f.name])
+        cur = pd.to_numeric(cand[f.name], errors="coerce").to_numpy(float)
+        moved = cur != old
+        if not moved.any():
+            continue
+        good = cur.copy()            # reaches the target
+        bad = np.full_like(cur, old)  # the row's own value: does not (else it was put back)
+        for _ in range(STEPS):
+            mid = (good + bad) / 2
+            if f.kind == "integer":
+                mid = np.where(good > bad, np.ceil(mid), np.floor(mid))
+            trial = cand.loc[moved].copy()
+            trial[f.name] = _as_column(mid[moved], cand[f.name].dtype)
+            ok = np.zeros(len(cur), bool)
+            ok[moved] = _reached(problem, target, trial)
+            good = np.where(moved & ok, mid, good)
+            bad = np.where(moved & ~ok, mid, bad)
+        cand[f.name] = _as_column(np.where(moved, good, cur), cand[f.name].dtype)
+    return cand
+
+
+def _as_column(values: np.ndarray, dtype):
+    """Numbers for a column of ``dtype``: whole numbers for an integer column."""
+    if pd.api.types.is_integer_dtype(dtype):
+        return np.round(values).astype(dtype)
+    return values
+
+
+def search_row(problem: Problem, row: int, target: Target, n: int, time_limit: float, rng):
+    """Up to n counterfactual rows (a DataFrame, nearest first) for one row of the data."""
+    x = problem.frame.iloc[row]
+    free = _free(problem)
+    if not free:
+        return problem.frame.iloc[[]]
+    t0 = time.perf_counter()
+    span = sum((f.hi - f.lo) / f.scale if f.kind != "categorical" else 1.0 for f in free)
+    radius, found = 0.25, []
+    while radius <= 2 * span and time.perf_counter() - t0 < time_limit:
+        cand = _draw(problem, free, x, radius, rng, DRAWS)
+        ok = _reached(problem, target, cand)
+        if ok.any():
+            found.append(cand.loc[ok])
+            if sum(len(c) for c in found) >= KEEP:
+                break
+        radius *= 2
+    if not found:
+        return problem.frame.iloc[[]]
+    cand = pd.concat(found, ignore_index=True)
+    dist, _ = problem.distance(x, cand)
+    cand = cand.iloc[np.argsort(dist, kind="stable")[:KEEP]].reset_index(drop=True)
+    cand = _put_back(problem, free, x, cand, target)
+    cand = _bisect(problem, free, x, cand, target)
+    cand = cand.loc[_reached(problem, target, cand)].reset_index(drop=True)
+    return cand
