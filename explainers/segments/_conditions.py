@@ -36,8 +36,8 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
-from .errors import ExplainerError, InvalidDataError, InvalidFeatureError, InvalidParameterError, param_error
-from .model import ModelAdapter
+from ..errors import ExplainerError, InvalidDataError, InvalidFeatureError, InvalidParameterError, param_error
+from ..model import ModelAdapter
 
 __all__ = [
     "Range",
@@ -408,7 +408,7 @@ class _Context:
         elif model is not None:
             self.frame = self.adapter("named columns").to_frame(X)
         else:
-            from .model import _dense
+            from ..model import _dense
 
             arr = _dense(X)  # a scipy sparse matrix too
             if arr.ndim != 2:
@@ -501,7 +501,7 @@ def _resolve_error(adapter: ModelAdapter, kind: str, func: str) -> str:
 
 
 def _row_errors(adapter: ModelAdapter, frame: pd.DataFrame, y, kind: str, func: str) -> np.ndarray:
-    from .importance._common import check_y, missing_target
+    from ..importance._common import check_y, missing_target
 
     kind = _resolve_error(adapter, kind, func)
     y_arr = check_y(y, len(frame), adapter.task, adapter.classes, func, allow_missing=True)
