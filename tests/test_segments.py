@@ -12,6 +12,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from explainers import ExplainerError, InvalidDataError, InvalidFeatureError
 from explainers import segments
+from explainers.segments import _conditions as segment_conditions
 from explainers.segments import (
     MAX_TOKEN_CHARS,
     Categories,
@@ -331,8 +332,9 @@ def test_hostile_tokens_raise_explainer_error_cheaply(token, monkeypatch):
         conditions.append(i)
         return real_condition(obj, i)
 
-    monkeypatch.setattr(segments.json, "loads", loads_spy)
-    monkeypatch.setattr(segments, "_condition_from_json", condition_spy)
+    # patched where the token parser looks them up (the package only re-exports them)
+    monkeypatch.setattr(segment_conditions.json, "loads", loads_spy)
+    monkeypatch.setattr(segment_conditions, "_condition_from_json", condition_spy)
     with pytest.raises(ExplainerError, match="The segment in the link cannot be read"):
         Segment.from_token(token)
     monkeypatch.undo()
