@@ -160,7 +160,10 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
     # What if?
     *_controls("what-if", "int", row="whatif_row"),
     *_controls("what-if", "list", mask="whatif_mask"),
-    *_controls("what-if", "bool", empty_missing="whatif_empty_missing"),
+    *_controls("what-if", "bool", empty_missing="whatif_empty_missing", cf="cf_run"),
+    *_controls("what-if", "str", cf_target="cf_target"),
+    *_controls("what-if", "list", cf_fixed="cf_fixed", cf_limit="cf_limit"),
+    *_controls("what-if", "int", cf_n="cf_n", cf_seconds="cf_seconds"),
     # Importance
     *_controls("importance-comparison", "int", repeats="imp_repeats", rows="imp_rows"),
     *_controls("importance-comparison", "bool", shap="imp_shap"),

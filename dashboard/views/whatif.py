@@ -16,6 +16,7 @@ import streamlit as st
 from dashboard import figures, state, widgets
 from dashboard.figures.style import fmt_number
 from dashboard.safe_text import md
+from dashboard.state import counterfactuals as cf_state
 from dashboard.state import quality as quality_state
 from dashboard.state import whatif as whatif_state
 
@@ -117,3 +118,71 @@ right.markdown(f"**Row {row} with your edits**")
 right.plotly_chart(figures.waterfall_figure(after, 0, class_index=ci, max_display=10, row_label=f"Row {row}, edited"),
                    key="whatif_after")
 st.markdown(f"**Row {row}, edited: {state.additivity_line(after, 0, ci)}**")
+
+# ----------------------------------------------------------------- counterfactuals
+st.divider()
+st.subheader("What would change the prediction?")
+st.caption(f"The nearest changes of row {row} (as in the data) that the model predicts differently: distance is "
+           "the sum of each change divided by the feature's median absolute deviation (a category change counts "
+           "1). Tree models are solved exactly; other models by a search.")
+c1, c2, c3 = st.columns([2, 1, 1])
+if ctx.task == "regression":
+    lo0, hi0 = cf_state.regression_default(ctx, row)
+    target = (c1.number_input("Prediction at least", value=None, format="%g", placeholder=f"{lo0:g}",
+                              **state.bind(f"cf_lo_{token}", lo0)),
+              c1.number_input("Prediction at most", value=None, format="%g", placeholder=f"{hi0:g}",
+                              **state.bind(f"cf_hi_{token}", hi0)))
+    target = (lo0 if target[0] is None else target[0], hi0 if target[1] is None else target[1])
+else:
+    choices = cf_state.target_choices(ctx, row)
+    target = c1.selectbox(f"Reach (row {row} is predicted '{md(cf_state.predicted_label(ctx, row))}')", choices,
+                          **state.bind(cf_state.TARGET, choices[0], options=choices))
+n_cf = int(c2.number_input("How many", 1, 5, **state.bind(cf_state.COUNT, 3, valid=lambda v: 1 <= v <= 5)))
+seconds = c3.selectbox("Time limit (s) per answer", cf_state.TIME_LIMITS,
+                       **state.bind(cf_state.SECONDS, 10, options=cf_state.TIME_LIMITS))
+columns = list(ctx.X.columns)
+fixed = st.multiselect("Keep fixed", columns, help="Features the counterfactuals never change (age, say).",
+                       **state.bind(cf_state.FIXED, [], options=columns))
+limited = st.multiselect("Limit the range of", [c for c in columns if c not in fixed],
+                         help="By default a feature may take any value the data shows.",
+                         **state.bind(cf_state.LIMITED, [], options=columns))
+ranges = []
+for i, col in enumerate(limited):
+    series = ctx.X[col]
+    if series.dtype.kind in "biuf":
+        finite = series.to_numpy(dtype=float)
+        finite = finite[np.isfinite(finite)]
+        lo, hi = float(finite.min()), float(finite.max())
+        if hi > lo:
+            picked = st.slider(f"Range of {md(col)}", lo, hi, **state.bind(
+                f"cf_range_{columns.index(col)}", (lo, hi),
+                valid=lambda v, lo=lo, hi=hi: isinstance(v, (tuple, list)) and len(v) == 2 and lo <= v[0] <= v[1] <= hi))
+            ranges.append((col, (float(picked[0]), float(picked[1]))))
+    else:
+        options = state.category_options(ctx, col)
+        picked = st.multiselect(f"Allowed values of {md(col)}", options,
+                                **state.bind(f"cf_range_{columns.index(col)}", list(options), options=options))
+        ranges.append((col, tuple(picked)))
+if not state.value(cf_state.RUN, False):
+    st.button("Find counterfactuals", type="primary",
+              help=f"Searches up to {seconds} s per answer; tree models usually finish in well under a second.",
+              on_click=state.set_value, args=(cf_state.RUN, True))
+else:
+    try:
+        cf = cf_state.find(ctx, row, target if isinstance(target, str) else tuple(target), tuple(fixed),
+                           tuple(ranges), n_cf, float(seconds), notice=widgets.Working("Searching for counterfactuals…"))
+    except Exception as exc:
+        widgets.show_error(exc)
+        st.stop()
+    if cf.messages[0]:
+        st.info(md(cf.messages[0]))
+    else:
+        st.markdown(f"To reach **{md(cf.targets[0])}**: " + cf_state.status_line(cf, seconds))
+        widgets.table(cf_state.changes_frame(ctx, cf), hide_index=True)
+        for note in cf.notes:
+            st.caption(md(note))
+        picks = st.columns(min(5, len(cf.counterfactuals[0])))
+        for i, slot in enumerate(picks):
+            slot.button(f"Load #{i + 1} into the editor", key=f"cf_load_{i}", on_click=cf_state.load,
+                        args=(prefix, ctx, cf.counterfactuals[0].iloc[i].to_dict()))
+        st.caption(f"Searched in {cf.seconds[0]:.2f} s · method: {md(cf.method)}.")
