@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from explainers.counterfactuals import same_value
+
 from .context import ModelContext
 from .session import set_value
 from .worker import in_worker
@@ -113,30 +115,19 @@ def changes_frame(ctx: ModelContext, res) -> pd.DataFrame:
         return pd.DataFrame()
     original = ctx.X.iloc[res.rows[0]]
     changed_cols = [c for c in ctx.X.columns
-                    if any(not _same(original[c], cands[c].iloc[i]) for i in range(len(cands)))]
+                    if any(not same_value(original[c], cands[c].iloc[i]) for i in range(len(cands)))]
     lines = []
     for i in range(len(cands)):
         line = {"#": i + 1}
         for c in changed_cols:
             new = cands[c].iloc[i]
-            line[str(c)] = "" if _same(original[c], new) else f"{_shown(original[c])} → {_shown(new)}"
+            line[str(c)] = "" if same_value(original[c], new) else f"{_shown(original[c])} → {_shown(new)}"
         line["distance"] = float(res.distances[0][i])
         line["features changed"] = int(res.n_changed[0][i])
         pred = res.predictions[0][i]
         line["prediction"] = _shown(pred) if ctx.task == "regression" else str(pred)
         lines.append(line)
     return pd.DataFrame(lines)
-
-
-def _same(a, b) -> bool:
-    if pd.isna(a) and pd.isna(b):
-        return True
-    if pd.isna(a) or pd.isna(b):
-        return False
-    try:
-        return a == b or str(a) == str(b) or float(a) == float(b)
-    except (TypeError, ValueError):
-        return False
 
 
 def status_line(res, seconds: float) -> str:

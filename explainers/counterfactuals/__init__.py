@@ -25,9 +25,9 @@ import pandas as pd
 
 from ..errors import InvalidModelError, InvalidParameterError, param_error
 from ..model import ModelAdapter
-from ._problem import Problem, Target, build_problem, parse_target
+from ._problem import Problem, Target, build_problem, parse_target, same_value
 
-__all__ = ["counterfactuals", "CounterfactualResult"]
+__all__ = ["counterfactuals", "CounterfactualResult", "same_value"]
 
 #: rows one call may ask for (each is a solve of up to ``time_limit`` seconds)
 MAX_ROWS = 1000
@@ -345,7 +345,7 @@ def _search_answers(problem: Problem, row: int, goal: Target, n: int, time_limit
     keep, banned = [], []
     for i in order:
         moved = {f.name for f in problem.features
-                 if not _same_cell(x[f.name], cands.iloc[i][f.name])}
+                 if not same_value(x[f.name], cands.iloc[i][f.name])}
         if not moved or any(b <= moved for b in banned):
             continue
         keep.append(i)
@@ -353,14 +353,3 @@ def _search_answers(problem: Problem, row: int, goal: Target, n: int, time_limit
         if len(keep) >= n:
             break
     return cands.iloc[keep].reset_index(drop=True)
-
-
-def _same_cell(a, b) -> bool:
-    if pd.isna(a) and pd.isna(b):
-        return True
-    if pd.isna(a) or pd.isna(b):
-        return False
-    try:
-        return a == b or str(a) == str(b) or float(a) == float(b)
-    except (TypeError, ValueError):
-        return False

@@ -94,7 +94,7 @@ class Problem:
             old = x[f.name]
             new = cf[f.name].to_numpy()
             if f.kind == "categorical":
-                moved = np.asarray([not _equal_cell(old, v) for v in new], bool)
+                moved = np.asarray([not same_value(old, v) for v in new], bool)
                 dist += moved
             else:
                 o = float(old) if not pd.isna(old) else np.nan
@@ -114,12 +114,16 @@ class Problem:
         return labels, np.asarray(self.adapter.predict(rows), float)
 
 
-def _equal_cell(a, b) -> bool:
+def same_value(a, b) -> bool:
+    """Whether two cells hold the same value: both blank, or equal as values, text or numbers."""
     if pd.isna(a) and pd.isna(b):
         return True
     if pd.isna(a) or pd.isna(b):
         return False
-    return _same(a, b)
+    try:
+        return bool(a == b) or str(a) == str(b) or float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
 
 
 def robust_scale(col: np.ndarray) -> float:
