@@ -95,19 +95,6 @@ def _is_anomaly_model(model) -> bool:
     return _estimator_type(est) == "outlier_detector" and hasattr(model, "score_samples")
 
 
-def average_path_length(n) -> np.ndarray:
-    """c(n): the average path length of an unsuccessful search in a binary search tree
-    of n points (Liu et al. 2008), as scikit-learn's IsolationForest computes it:
-    0 for n <= 1, 1 for n == 2, ``2 (ln(n - 1) + gamma) - 2 (n - 1) / n`` otherwise."""
-    n = np.asarray(n, dtype=np.float64)
-    out = np.zeros(n.shape)
-    big = n > 2
-    out[n == 2] = 1.0
-    nb = n[big]
-    out[big] = 2.0 * (np.log(nb - 1.0) + np.euler_gamma) - 2.0 * (nb - 1.0) / nb
-    return out
-
-
 def detect_task(model) -> str:
     """Return ``"regression"``, ``"binary"`` or ``"multiclass"`` for a fitted model.
 
@@ -492,6 +479,8 @@ class ModelAdapter:
     def _path_length_function(self) -> Callable[[object], np.ndarray]:
         """IsolationForest: the mean path length E[h(x)], from its own score_samples
         ``s = -2 ** (-E[h] / c)``, so ``E[h] = -c log2(-s)``."""
+        from .trees.sklearn import average_path_length
+
         model = self.model
         c = float(average_path_length(_final_step(model).max_samples_))
 

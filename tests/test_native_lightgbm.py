@@ -618,7 +618,7 @@ def test_categorical_inputs_are_cut_toward_zero_as_lightgbm_does():
     np.testing.assert_allclose(res.values.sum(axis=1) + res.base_values, lib, rtol=0, atol=1e-9)
     # a grid value goes down the trees as an input does (PD's grids hold categories, but the walk
     # takes any value)
-    from explainers.trees.walks import grid_codes
+    from explainers.trees.inputs import grid_codes
 
     assert list(grid_codes(model.ensemble, 0, np.array([-0.5, 1.7, -1.5]))) == [0.0, 1.0, -1.0]
 

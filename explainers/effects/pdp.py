@@ -182,7 +182,8 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
     A target feature with categorical (rule) splits is walked one grid value at
     a time (:func:`~explainers.trees.walks.grid_slices`); a plain one in one walk.
     """
-    from ..trees.walks import grid_codes, grid_slices, pack_nodes, rules_of
+    from ..trees.inputs import grid_codes
+    from ..trees.walks import grid_slices, pack_nodes, rules_of
     from ._tree_kernels import ice_tree_kernel, pd_sum_kernel
     from ..trees import TRANSFORMS
 
@@ -239,7 +240,8 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
 
 
 def _recursion_average(ens, cols: list[int], grids):
-    from ..trees.walks import grid_codes, grid_slices
+    from ..trees.inputs import grid_codes
+    from ..trees.walks import grid_slices
     from ._tree_kernels import recursion_kernel
 
     f1 = cols[0]

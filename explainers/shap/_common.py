@@ -339,6 +339,23 @@ def log_comb(n: int, k: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
 
 
+def shapley_weight_matrix(M: int) -> np.ndarray:
+    """Matrix W of shape (2**M, M) with phi = W.T @ v for the subsets of :func:`subsets_matrix`
+    (exact SHAP values and exact interaction values both read it).
+
+    ``W[S, i] = |S-1|! (M-|S|)! / M!`` if i is in S (the coalition with i) and
+    ``-|S|! (M-|S|-1)! / M!`` if not (the coalition without i), so that the
+    product sums ``w(S) [v(S + i) - v(S)]`` over every S that lacks i.
+    """
+    Z = subsets_matrix(M)
+    size = Z.sum(axis=1)
+    # w(t) = t! (M-t-1)! / M! = 1 / (M * C(M-1, t)); logs avoid overflow for big M
+    w = np.array([np.exp(-np.log(M) - log_comb(M - 1, t)) for t in range(M)])
+    with_i = w[np.clip(size - 1, 0, M - 1)][:, None]
+    without_i = w[np.clip(size, 0, M - 1)][:, None]
+    return np.where(Z, with_i, -without_i)
+
+
 def output_label(adapter: ModelAdapter) -> str:
     """What the adapter's numbers are: raw / proba / log_odds / margin."""
     if adapter.task == "regression":

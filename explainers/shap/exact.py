@@ -22,7 +22,7 @@ from ._common import (
     check_int,
     check_random_state,
     lift,
-    log_comb,
+    shapley_weight_matrix,
     subsets_matrix,
 )
 from .result import ShapResult
@@ -33,22 +33,6 @@ __all__ = ["ExactShap", "MAX_EXACT_EVALS", "shapley_weight_matrix"]
 #: ExactShap accepts by default: 15 features with 100 background rows pass
 #: (3.3 M), 16 do not. Beyond it use KernelShap, or TreeShap for tree models.
 MAX_EXACT_EVALS = 2**22
-
-
-def shapley_weight_matrix(M: int) -> np.ndarray:
-    """Matrix W of shape (2**M, M) with phi = W.T @ v for the subsets of :func:`subsets_matrix`.
-
-    ``W[S, i] = |S-1|! (M-|S|)! / M!`` if i is in S (the coalition with i) and
-    ``-|S|! (M-|S|-1)! / M!`` if not (the coalition without i), so that the
-    product sums ``w(S) [v(S + i) - v(S)]`` over every S that lacks i.
-    """
-    Z = subsets_matrix(M)
-    size = Z.sum(axis=1)
-    # w(t) = t! (M-t-1)! / M! = 1 / (M * C(M-1, t)); logs avoid overflow for big M
-    w = np.array([np.exp(-np.log(M) - log_comb(M - 1, t)) for t in range(M)])
-    with_i = w[np.clip(size - 1, 0, M - 1)][:, None]
-    without_i = w[np.clip(size, 0, M - 1)][:, None]
-    return np.where(Z, with_i, -without_i)
 
 
 class ExactShap(BackgroundExplainer):

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ExplainerError, InvalidParameterError, param_error
+from ..trees.inputs import tree_inputs
 from . import _interaction_kernels as IK
 from . import _tree_kernels as K
 from ._common import (
@@ -50,9 +51,9 @@ from ._common import (
     prepare_background,
     row_chunks,
     shape_output,
+    shapley_weight_matrix,
     subsets_matrix,
 )
-from .exact import shapley_weight_matrix
 
 __all__ = [
     "ShapInteractionResult",
@@ -463,8 +464,6 @@ def tree_interactions(
     method for the parameters. The explainer's mode, output and class choice
     apply as in :meth:`~explainers.shap.TreeShap.explain`.
     """
-    from .tree import tree_inputs
-
     func = "TreeShap.interactions"
     progress = check_progress(progress, func)
     seed = check_random_state(random_state, func)

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..trees import TreeEnsemble, flatten_model, is_tree_model
 from ..trees.library import native_form
-from ..errors import InvalidDataError, InvalidModelError, param_error
+from ..trees.inputs import tree_inputs
+from ..errors import InvalidModelError, param_error
 from ..model import ModelAdapter
 from . import _tree_kernels as K
 from ._common import (
@@ -592,19 +592,3 @@ class TreeShap:
 
         return tree_interactions(self, X, missing, nan_is_missing=nan_is_missing,
                                  progress=progress, random_state=random_state)
-
-
-def tree_inputs(ens: TreeEnsemble, frame: pd.DataFrame, what: str) -> np.ndarray:
-    """The rows as the trees compare them: numbers, categorical columns as the
-    model's category codes (where it knows its categories)."""
-    try:
-        if any(c is not None for c in ens.categories):
-            return ens.prepare_inputs(frame)
-        return ens.prepare_inputs(frame.to_numpy(dtype=float))
-    except (TypeError, ValueError):
-        bad = [c for j, (c, t) in enumerate(frame.dtypes.items())
-               if not pd.api.types.is_numeric_dtype(t) and ens.categories[j] is None]
-        raise InvalidDataError(
-            f"{what} has non-numeric columns ({', '.join(map(str, bad[:5]))}); this model's "
-            "trees take numbers there. Encode them first (the model was fitted on numbers)."
-        ) from None

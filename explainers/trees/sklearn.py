@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InvalidModelError
 from .ensemble import TreeEnsemble, assemble
 
-__all__ = ["flatten_sklearn", "is_sklearn_tree_model", "tree_families", "fitted_trees"]
+__all__ = ["flatten_sklearn", "is_sklearn_tree_model", "tree_families", "fitted_trees", "average_path_length"]
 
 
 def _sk_tree_arrays(tree, column: int | None, n_raw: int):
@@ -275,21 +275,32 @@ def _hist_gradient_boosting(model, name):
     return parts, tree_output, ensemble
 
 
+def average_path_length(n) -> np.ndarray:
+    """c(n): the average path length of an unsuccessful search in a binary search tree
+    of n points (Liu et al. 2008), as scikit-learn's IsolationForest computes it:
+    0 for n <= 1, 1 for n == 2, ``2 (ln(n - 1) + gamma) - 2 (n - 1) / n`` otherwise."""
+    n = np.asarray(n, dtype=np.float64)
+    out = np.zeros(n.shape)
+    big = n > 2
+    out[n == 2] = 1.0
+    nb = n[big]
+    out[big] = 2.0 * (np.log(nb - 1.0) + np.euler_gamma) - 2.0 * (nb - 1.0) / nb
+    return out
+
+
 def _isolation_forest(model, name):
     """IsolationForest: the mean path length ``E[h(x)]`` over its trees.
 
     scikit-learn scores a row by ``score_samples(x) = -2 ** (-E[h(x)] / c(max_samples))``,
     where ``h`` is a tree's path length: the depth of the leaf the row reaches
     plus ``c(n)``, the average path length of the ``n`` training samples left
-    unseparated in that leaf (``c`` from :func:`explainers.model.average_path_length`).
+    unseparated in that leaf (``c`` from :func:`average_path_length`).
     Each node's value is therefore ``depth + c(n_node_samples)``, and with scale
     ``1 / n_trees`` the raw output is ``E[h(x)]``: a sum over trees, which Tree
     SHAP and the tree PD walk explain exactly (shorter = more anomalous). Trees
     grown on a subset of the features (``max_features < 1``) read the model's
     columns through ``estimators_features_``.
     """
-    from ..model import average_path_length
-
     n_in = int(model.n_features_in_)
     parts = []
     for est, cols in zip(model.estimators_, model.estimators_features_):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["split_positions", "grid_slices", "grid_codes", "pack_nodes", "tree_sums_kernel", "walk_block", "prefix_sum", "goes_left",
+__all__ = ["split_positions", "grid_slices", "pack_nodes", "tree_sums_kernel", "walk_block", "prefix_sum", "goes_left",
            "rule_left", "rules_of"]
 
 
@@ -81,28 +81,6 @@ def split_positions(feature: np.ndarray, threshold: np.ndarray, f: int, grid_cmp
     on_f = feature == f
     pos[on_f] = np.searchsorted(grid_cmp, threshold[on_f], side="right")
     return pos
-
-
-def grid_codes(ens, f: int, grid) -> np.ndarray:
-    """A target feature's grid as the trees compare it: category codes for a
-    categorical column with known categories, rounded through float32 where the
-    model compares float32 inputs."""
-    cats = ens.categories[f] if 0 <= f < len(ens.categories) else None
-    if cats is not None:
-        import pandas as pd
-
-        from .ensemble import encode_categories
-
-        g = encode_categories(pd.DataFrame({0: list(grid)}), (cats,), ens.numeric_codes)[:, 0]
-    else:
-        g = np.asarray(grid, dtype=np.float64)
-    if ens.float32_inputs:
-        with np.errstate(over="ignore"):
-            g = g.astype(np.float32).astype(np.float64)
-    g = ens.as_missing(g)
-    if ens.truncate_codes and f in ens.code_columns():
-        g = np.trunc(g)
-    return g
 
 
 def grid_slices(ens, f: int, grid_cmp: np.ndarray):
