@@ -90,27 +90,25 @@ def explain_file(
     Parameters
     ----------
     model : str or Path
-        The saved model file (``.skops``; ``.joblib`` / ``.pkl`` only with ``trusted``).
-        Workers load it from this path, so with a remote Dask cluster it must be
-        on storage every worker sees.
+        The saved model file (``.skops``; ``.joblib`` / ``.pkl`` only with ``trusted``). Workers
+        load it from this path, so with a remote Dask cluster it must be on storage every worker sees.
     data : str or Path
-        A CSV file, a Parquet file or a directory of Parquet parts (read in
-        file-name order). Columns the model does not use are dropped.
+        A CSV file, a Parquet file or a directory of Parquet parts (read in file-name order).
+        Columns the model does not use are dropped.
     out : str or Path
-        Output directory: ``part-NNNNNN.parquet`` files, ``_manifest.json`` and
-        ``_background.parquet``. Created if missing.
+        Output directory (created if missing): ``part-NNNNNN.parquet``, ``_manifest.json``, ``_background.parquet``.
     method : {"auto", "tree", "kernel", "exact", "linear"}, default="auto"
         As :func:`explainers.shap.explain`; resolved once, recorded in the manifest.
     mode : {"path_dependent", "interventional"}, default="path_dependent"
         TreeShap's value function (used when the method is ``"tree"``).
     background : int, default=100
-        Rows of background, a seeded sample of the complete rows of the whole
-        file (not needed, so not drawn, for path-dependent TreeShap).
+        Rows of background, a seeded sample of the complete rows of the whole file (not needed,
+        so not drawn, for path-dependent TreeShap).
     missing : sequence of str, default=None
         Features to mark missing in every row (attribution 0).
     nan_is_missing : bool or "auto", default="auto"
-        Treat NaN cells as missing features. "auto": only when the model cannot
-        take them (decided once for the run, on its first rows, and said in a notice).
+        Treat NaN cells as missing features. "auto": only when the model cannot take them
+        (decided once for the run, on its first rows, and said in a notice).
     output : {"auto", "raw", "proba", "log_odds"}, default="auto"
     class_index : int, default=None
         Explain one output column only.
@@ -123,16 +121,16 @@ def explain_file(
     block_rows : int, default=1000
         Rows per explain call, aligned on absolute row positions.
     n_jobs : int, default=1
-        Parallel workers (-1: every core). With ``backend="dask"`` and no
-        scheduler, the number of LocalCluster worker processes.
+        Parallel workers (-1: every core); with ``backend="dask"`` and no scheduler, the number
+        of LocalCluster worker processes.
     backend : {"loky", "dask"}, default="loky"
     scheduler : str, default=None
         Address of a running dask.distributed scheduler (``tcp://host:8786``).
     connect_timeout : float, default=10.0
         Seconds to wait for the scheduler.
     overwrite : bool, default=False
-        Replace the results in ``out`` when they come from another model, data
-        or options (otherwise refused), or start a finished run over.
+        Replace the results in ``out`` when they come from another model, data or options
+        (otherwise refused), or start a finished run over.
     trusted : bool, default=False
         Allow pickle / joblib model files (they run code when loaded).
     progress : callable(BatchProgress), default=None
@@ -145,9 +143,8 @@ def explain_file(
     Raises
     ------
     ExplainerError
-        For a bad model, data file, option, output directory or scheduler, with
-        a message that says what to fix. A fresh run that fails leaves no files
-        behind; a resumed one keeps its finished parts.
+        For a bad model, data file, option, output directory or scheduler, with a message that
+        says what to fix. A fresh run that fails leaves no files; a resumed one keeps its finished parts.
 
     See Also
     --------
@@ -173,47 +170,91 @@ def explain_file(
     require_model_file(model, func)  # before the workers start
 
     with _locked(out) as claim, _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
-        model_path, model_sha, est = _open_model(model, trusted, func)
-        src = _open_source(data)
-        cols = _resolve_columns(src, est, None, func)
-        notices = list(cols.notices)
-        args = _resolve_nan_is_missing(est, src, cols, args, notices)
-        plan = _plan(est, src, cols, args, notices)
-        data_sha, total_rows = _hash_source(src)
-        opts = _manifest_options(args, plan)
-        resume = _prepare_out(out, _run_identity("shap", model_sha, data_sha, opts), overwrite)
-        if resume is not None and resume.get("status") == "complete" and _finished_ok(out, resume, notices):
-            return BatchReport(out, "shap", int(resume["n_rows"]), int(resume["n_chunks"]), 0,
-                               int(resume["n_chunks"]), time.perf_counter() - t0, 0.0, plan.method, plan.reason,
-                               notices + ["The output was already complete; nothing was recomputed."])
-        run_id = resume["run_id"] if resume is not None else _new_run_id()
-        with _cleanup_on_error(out, claim.created, "shap", run_id):
-            _remove_tmp(out)
-            _mark_incomplete(out)
-            man = {**_new_manifest("shap", run_id, resume, model_path, model_sha, trusted, src, data_sha,
-                                   total_rows, chunk_rows),
-                   "options": opts, "reason": plan.reason, "features": list(cols.features),
-                   "outputs": plan.outputs, "multi_output": plan.multi, "columns": plan.columns,
-                   # claimed before it is written, so that no crash leaves a background no manifest owns
-                   "background": {"file": BACKGROUND} if plan.needs_background else None,
-                   "output_kind": plan.output_kind,
-                   "text_columns": sorted(cols.text_ok & set(cols.features)), "notices": notices,
-                   "file_columns": dict(cols.file_names)}
-            _write_manifest(out, man)
-            bg_frame, man["background"] = _prepare_background(out, resume, src, cols, args, plan, notices)
-            _write_manifest(out, man)
-            spec = _Spec(kind="shap", run_id=run_id, out=str(out), model_path=str(model_path),
-                         model_sha=model_sha, trusted=bool(trusted), block_rows=block_rows, method=plan.method,
-                         options=plan.options, background=bg_frame, missing=args.missing,
-                         nan_is_missing=bool(args.nan_is_missing), random_state=random_state, multi=plan.multi,
-                         columns=tuple(plan.columns))
-            st = _run(out, resume, spec, src, cols, chunk_rows, total_rows, progress,
-                      _in_process_state(est, plan, bg_frame), warmup)
-            _mark_complete(man, st)
-            _finish(out, man, "batch", notices)
-        return BatchReport(out, "shap", st.n_rows, st.n_chunks, st.chunks_computed, st.chunks_skipped,
-                           time.perf_counter() - t0, st.rows_computed / max(st.seconds, 1e-9), plan.method,
-                           plan.reason, notices)
+        run = _open_and_plan(out, model, data, args, trusted, overwrite, func)
+        st = None if run.finished else _compute(out, claim.created, run, trusted, chunk_rows, block_rows,
+                                                random_state, progress, warmup)
+        return _report(out, run, st, time.perf_counter() - t0)
+
+
+# ======================================================================== steps
+@dataclass
+class _Opened:
+    """What :func:`explain_file` knows once the model and data are open and the run is planned."""
+
+    model_path: Path
+    model_sha: str
+    est: object
+    src: _Source
+    cols: _Columns
+    notices: list
+    args: _ShapArgs
+    plan: _ShapPlan
+    data_sha: str
+    total_rows: int
+    opts: dict
+    resume: dict | None
+    finished: bool
+
+
+def _open_and_plan(out: Path, model, data, args: _ShapArgs, trusted: bool, overwrite: bool, func: str) -> _Opened:
+    """Open the model and the data, plan on the first rows, hash the data and decide between a
+    fresh run and a resume (``finished``: the output is already complete and sound)."""
+    model_path, model_sha, est = _open_model(model, trusted, func)
+    src = _open_source(data)
+    cols = _resolve_columns(src, est, None, func)
+    notices = list(cols.notices)
+    args = _resolve_nan_is_missing(est, src, cols, args, notices)
+    plan = _plan(est, src, cols, args, notices)
+    data_sha, total_rows = _hash_source(src)
+    opts = _manifest_options(args, plan)
+    resume = _prepare_out(out, _run_identity("shap", model_sha, data_sha, opts), overwrite)
+    finished = resume is not None and resume.get("status") == "complete" and _finished_ok(out, resume, notices)
+    return _Opened(model_path, model_sha, est, src, cols, notices, args, plan, data_sha, total_rows, opts, resume,
+                   bool(finished))
+
+
+def _report(out: Path, run: _Opened, st, seconds: float) -> BatchReport:
+    """The run's report; ``st`` None when the output was already complete (nothing recomputed)."""
+    plan = run.plan
+    if st is None:
+        return BatchReport(out, "shap", int(run.resume["n_rows"]), int(run.resume["n_chunks"]), 0,
+                           int(run.resume["n_chunks"]), seconds, 0.0, plan.method, plan.reason,
+                           run.notices + ["The output was already complete; nothing was recomputed."])
+    return BatchReport(out, "shap", st.n_rows, st.n_chunks, st.chunks_computed, st.chunks_skipped, seconds,
+                       st.rows_computed / max(st.seconds, 1e-9), plan.method, plan.reason, run.notices)
+
+
+def _compute(out: Path, created: bool, run: _Opened, trusted: bool, chunk_rows: int, block_rows: int,
+             random_state: int, progress, warmup):
+    """Write the manifest, draw or keep the background and run the chunk loop; the run's state.
+    A fresh run that fails removes what it wrote."""
+    plan, cols, args, resume = run.plan, run.cols, run.args, run.resume
+    run_id = resume["run_id"] if resume is not None else _new_run_id()
+    with _cleanup_on_error(out, created, "shap", run_id):
+        _remove_tmp(out)
+        _mark_incomplete(out)
+        man = {**_new_manifest("shap", run_id, resume, run.model_path, run.model_sha, trusted, run.src,
+                               run.data_sha, run.total_rows, chunk_rows),
+               "options": run.opts, "reason": plan.reason, "features": list(cols.features),
+               "outputs": plan.outputs, "multi_output": plan.multi, "columns": plan.columns,
+               # claimed before it is written, so that no crash leaves a background no manifest owns
+               "background": {"file": BACKGROUND} if plan.needs_background else None,
+               "output_kind": plan.output_kind,
+               "text_columns": sorted(cols.text_ok & set(cols.features)), "notices": run.notices,
+               "file_columns": dict(cols.file_names)}
+        _write_manifest(out, man)
+        bg_frame, man["background"] = _prepare_background(out, resume, run.src, cols, args, plan, run.notices)
+        _write_manifest(out, man)
+        spec = _Spec(kind="shap", run_id=run_id, out=str(out), model_path=str(run.model_path),
+                     model_sha=run.model_sha, trusted=bool(trusted), block_rows=block_rows, method=plan.method,
+                     options=plan.options, background=bg_frame, missing=args.missing,
+                     nan_is_missing=bool(args.nan_is_missing), random_state=random_state, multi=plan.multi,
+                     columns=tuple(plan.columns))
+        st = _run(out, resume, spec, run.src, cols, chunk_rows, run.total_rows, progress,
+                  _in_process_state(run.est, plan, bg_frame), warmup)
+        _mark_complete(man, st)
+        _finish(out, man, "batch", run.notices)
+    return st
 
 
 # ====================================================================== checks

@@ -440,84 +440,18 @@ def h_statistic(
     >>> res = h_statistic(rf, X, [(0, 1), (2, 3)])
     >>> res.to_frame()  # x0 and x1 interact (sin(pi x0 x1)), x2 and x3 hardly
     """
-    func = "h_statistic"
-    if method not in _METHODS:
-        raise param_error("method", func, f"one of {list(_METHODS)}", method)
-    if sample is not None and (
-        not isinstance(sample, numbers.Integral) or isinstance(sample, bool) or sample < 2
-    ):
-        raise param_error("sample", func, "None or an int >= 2", sample)
-    if random_state is not None and (
-        not isinstance(random_state, numbers.Integral)
-        or isinstance(random_state, bool)
-        or random_state < 0
-    ):
-        raise param_error("random_state", func, "None or an int >= 0", random_state)
+    _check_options(method, sample, random_state)
     adapter = _adapter(model, class_index)
-    frame = adapter.to_frame(X).reset_index(drop=True)
-    cols = [str(c) for c in frame.columns]
-    p = len(cols)
-    if p < 2:
-        raise InvalidFeatureError(
-            f"The H statistic measures interactions between features; the data has {p} "
-            "feature. Pass data with at least two features."
-        )
-    n_all = len(frame)
-    if n_all < 2:
-        raise InvalidDataError(
-            f"X has {n_all} row; the H statistic compares effects across rows, so pass at "
-            "least two."
-        )
-    if features is not None:
-        if isinstance(features, (str, numbers.Integral)):
-            features = [features]
-        feats = list(dict.fromkeys(_feature_index(cols, f, "features") for f in features))
-        if not feats:
-            raise InvalidFeatureError("features is empty; pass at least one feature, or None.")
-    else:
-        feats = None
-    pair_idx = _check_pairs(cols, pairs, feats if feats is not None else list(range(p)))
-    if feats is None:
-        in_pairs = list(dict.fromkeys(c for pr in pair_idx for c in pr))
-        feats = list(range(p)) if pairs is None else in_pairs
-
-    if sample is not None and n_all > sample:
-        rng = np.random.default_rng(random_state)
-        rows = np.sort(rng.choice(n_all, size=int(sample), replace=False))
-        work = frame.iloc[rows].reset_index(drop=True)
-    else:
-        rows = np.arange(n_all)
-        work = frame
-    n = len(work)
-
+    frame, cols = _checked_frame(adapter, X)
+    feats, pair_idx = _plan_features(cols, pairs, features)
+    rows, work = _sample_rows(frame, sample, random_state)
     ev = _evaluator(adapter, work, method)
-
-    f = np.asarray(adapter.predict(work), dtype=np.float64).reshape(n)
-    fc = f - f.mean()
+    fc = np.asarray(adapter.predict(work), dtype=np.float64).reshape(len(work))
+    fc = fc - fc.mean()
     sum_f2 = float(fc @ fc)
-    needed = list(dict.fromkeys(feats + [c for pr in pair_idx for c in pr]))
-    grids, invs, pd1 = {}, {}, {}
-    overall_h2 = np.zeros(len(feats))
-    for j in needed:
-        grid, inv, cnt = _value_classes(ev, work, j)
-        ice = ev.ice(j, grid)  # (n, G)
-        grids[j], invs[j] = grid, inv
-        pdj = ice.mean(axis=0)[inv]
-        pd1[j] = pdj - pdj.mean()
-        if j in feats:
-            pdmj = ice @ cnt / n  # PD_-j(x_i,-j): row i's ICE averaged over the data values of j
-            pdmj = pdmj - pdmj.mean()
-            resid = fc - pd1[j] - pdmj
-            overall_h2[feats.index(j)] = _ratio(resid @ resid, sum_f2, sum_f2)
-    h2 = np.zeros(len(pair_idx))
-    for q, (j, k) in enumerate(pair_idx):
-        code = invs[j] * len(grids[k]) + invs[k]
-        uniq, back = np.unique(code, return_inverse=True)
-        pj, pk = uniq // len(grids[k]), uniq % len(grids[k])
-        pdjk = ev.pd2(j, k, grids[j], grids[k], pj, pk)[back.reshape(-1)]
-        pdjk = pdjk - pdjk.mean()
-        resid = pdjk - pd1[j] - pd1[k]
-        h2[q] = _ratio(resid @ resid, pdjk @ pdjk, sum_f2)
+    overall_h2, grids, invs, pd1 = _one_feature_effects(ev, work, fc, sum_f2, feats, pair_idx)
+    h2 = _pair_h2(ev, pair_idx, grids, invs, pd1, sum_f2)
+    n, n_all = len(work), len(frame)
     sampled = n < n_all
     note = (f"computed on a seeded sample of {n} of {n_all} rows" if sampled
             else f"computed on all {n} rows")
@@ -543,6 +477,109 @@ def h_statistic(
         output_name=str(adapter.output_names[0]),
         params=params,
     )
+
+
+# ------------------------------------------------------------ the steps
+def _check_options(method: str, sample, random_state) -> None:
+    """Validate the options of :func:`h_statistic`."""
+    func = "h_statistic"
+    if method not in _METHODS:
+        raise param_error("method", func, f"one of {list(_METHODS)}", method)
+    if sample is not None and (
+        not isinstance(sample, numbers.Integral) or isinstance(sample, bool) or sample < 2
+    ):
+        raise param_error("sample", func, "None or an int >= 2", sample)
+    if random_state is not None and (
+        not isinstance(random_state, numbers.Integral)
+        or isinstance(random_state, bool)
+        or random_state < 0
+    ):
+        raise param_error("random_state", func, "None or an int >= 0", random_state)
+
+
+def _checked_frame(adapter: ModelAdapter, X) -> tuple[pd.DataFrame, list[str]]:
+    """X as the model's input frame (index reset) and its column names: two features and two rows at least."""
+    frame = adapter.to_frame(X).reset_index(drop=True)
+    cols = [str(c) for c in frame.columns]
+    p = len(cols)
+    if p < 2:
+        raise InvalidFeatureError(
+            f"The H statistic measures interactions between features; the data has {p} "
+            "feature. Pass data with at least two features."
+        )
+    n_all = len(frame)
+    if n_all < 2:
+        raise InvalidDataError(
+            f"X has {n_all} row; the H statistic compares effects across rows, so pass at "
+            "least two."
+        )
+    return frame, cols
+
+
+def _plan_features(cols: list[str], pairs, features) -> tuple[list[int], list[tuple[int, int]]]:
+    """The features whose overall H is computed and the pairs, as column positions."""
+    p = len(cols)
+    if features is not None:
+        if isinstance(features, (str, numbers.Integral)):
+            features = [features]
+        feats = list(dict.fromkeys(_feature_index(cols, f, "features") for f in features))
+        if not feats:
+            raise InvalidFeatureError("features is empty; pass at least one feature, or None.")
+    else:
+        feats = None
+    pair_idx = _check_pairs(cols, pairs, feats if feats is not None else list(range(p)))
+    if feats is None:
+        in_pairs = list(dict.fromkeys(c for pr in pair_idx for c in pr))
+        feats = list(range(p)) if pairs is None else in_pairs
+    return feats, pair_idx
+
+
+def _sample_rows(frame: pd.DataFrame, sample, random_state) -> tuple[np.ndarray, pd.DataFrame]:
+    """The rows studied (positions) and their frame (index reset): all, or a seeded sample."""
+    n_all = len(frame)
+    if sample is not None and n_all > sample:
+        rng = np.random.default_rng(random_state)
+        rows = np.sort(rng.choice(n_all, size=int(sample), replace=False))
+        work = frame.iloc[rows].reset_index(drop=True)
+    else:
+        rows = np.arange(n_all)
+        work = frame
+    return rows, work
+
+
+def _one_feature_effects(ev, work: pd.DataFrame, fc: np.ndarray, sum_f2: float, feats, pair_idx):
+    """Each needed feature's centred PD at the rows (with its grid and the rows' grid positions),
+    and the overall H_j**2 of ``feats``: ``(overall_h2, grids, invs, pd1)``."""
+    n = len(work)
+    needed = list(dict.fromkeys(feats + [c for pr in pair_idx for c in pr]))
+    grids, invs, pd1 = {}, {}, {}
+    overall_h2 = np.zeros(len(feats))
+    for j in needed:
+        grid, inv, cnt = _value_classes(ev, work, j)
+        ice = ev.ice(j, grid)  # (n, G)
+        grids[j], invs[j] = grid, inv
+        pdj = ice.mean(axis=0)[inv]
+        pd1[j] = pdj - pdj.mean()
+        if j in feats:
+            pdmj = ice @ cnt / n  # PD_-j(x_i,-j): row i's ICE averaged over the data values of j
+            pdmj = pdmj - pdmj.mean()
+            resid = fc - pd1[j] - pdmj
+            overall_h2[feats.index(j)] = _ratio(resid @ resid, sum_f2, sum_f2)
+    return overall_h2, grids, invs, pd1
+
+
+def _pair_h2(ev, pair_idx, grids, invs, pd1, sum_f2: float) -> np.ndarray:
+    """H_jk**2 of each pair, from the two-feature PD at the pairs of values the rows hold."""
+    h2 = np.zeros(len(pair_idx))
+    for q, (j, k) in enumerate(pair_idx):
+        code = invs[j] * len(grids[k]) + invs[k]
+        uniq, back = np.unique(code, return_inverse=True)
+        pj, pk = uniq // len(grids[k]), uniq % len(grids[k])
+        pdjk = ev.pd2(j, k, grids[j], grids[k], pj, pk)[back.reshape(-1)]
+        pdjk = pdjk - pdjk.mean()
+        resid = pdjk - pd1[j] - pd1[k]
+        h2[q] = _ratio(resid @ resid, pdjk @ pdjk, sum_f2)
+    return h2
 
 
 def _evaluator(adapter: ModelAdapter, work: pd.DataFrame, method: str):

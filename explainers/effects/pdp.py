@@ -7,21 +7,37 @@ other feature keeps each row's own value (eq. 3 of the PDP seed)::
     PD(v) = 1/n * sum_i f(v, x_{i,C})          ICE_i(v) = f(v, x_{i,C})
 
 so the ICE curves always average to the PDP over the same rows. Three ways to
-compute it:
+compute it (``method=``; ``"auto"`` takes tree where it applies, else brute):
 
 - ``"brute"``: any model. Rows are copied once per grid point, many grid points
   per predict call, and the predictions averaged: the same numbers as
   scikit-learn's ``partial_dependence(method="brute")``. For an MLP or a linear
-  model (bare, or after column-wise scalers in a Pipeline) on float data the
-  same brute-force values are computed with the first affine layer shared
-  across grid points (see :mod:`explainers.effects._layers`); ``params["brute_path"]``
-  says which way was taken ("first-layer" or "generic").
-- ``"tree"``: scikit-learn tree models only, the same numbers as brute (exact
-  PD and ICE over the data rows) from one compiled walk per row and tree that
-  carries the whole grid down the tree (see :mod:`explainers.effects._tree_kernels`).
-- ``"recursion"``: scikit-learn's cover-weighted tree recursion, averages only;
-  it averages over the *training* data seen through the node covers, not over
-  X, so it differs from brute when features are correlated.
+  model (LinearRegression, Ridge, Lasso, ElasticNet, SGDRegressor,
+  LogisticRegression), bare or after Standard/MinMax/MaxAbs/RobustScaler steps in
+  a Pipeline, with all columns float, the first layer's pre-activation is computed
+  once and updated per grid point (rank-1, see :mod:`explainers.effects._layers`):
+  still the brute-force definition, to rounding. ``params["brute_path"]`` says
+  which way was taken ("first-layer" or "generic").
+- ``"tree"``: scikit-learn tree models (DecisionTree*, ExtraTree*, RandomForest*,
+  ExtraTrees*, GradientBoosting* with a constant init, HistGradientBoosting*
+  without categorical splits), given as the bare model with numeric data: the
+  same values as brute, PD and ICE over the data rows, from one compiled walk per
+  row and tree that carries the whole grid down the tree (see
+  :mod:`explainers.effects._tree_kernels`), in the model's prediction space
+  (boosting probabilities are computed per row and grid point from the summed
+  margin before averaging).
+- ``"recursion"``: scikit-learn's cover-weighted tree recursion, averages only
+  (``kind="average"``), on the raw scale (margins for boosting classifiers, class
+  fractions for forest classifiers), *including* the init/baseline term that
+  scikit-learn leaves out for boosting models. Recursion does not average over X:
+  at a split on another feature it weights both children by the share of
+  *training* samples that reached them. Those shares were counted among training
+  samples that already passed the splits above, including splits on the chosen
+  feature, so with correlated features they follow the training distribution of
+  the other features *given* the chosen feature's region, not their marginal
+  distribution as brute does; the two then differ (brute extrapolates into unseen
+  combinations, recursion mixes in a conditional expectation). With independent
+  features and X the training data they agree closely.
 """
 from __future__ import annotations
 
@@ -345,9 +361,8 @@ def partial_dependence(
     Parameters
     ----------
     model : estimator or ModelAdapter
-        A fitted model (scikit-learn estimator, Pipeline, or anything
-        :class:`~explainers.ModelAdapter` takes). An adapter passes its output
-        choice (e.g. ``output="raw"`` for margins) through.
+        A fitted model (scikit-learn estimator, Pipeline, or anything :class:`~explainers.ModelAdapter`
+        takes). An adapter passes its output choice (e.g. ``output="raw"`` for margins) through.
     X : DataFrame or array-like of shape (n_samples, n_features)
         Rows to average over (and to build the grid and counts from).
     features : str, int, or list of one or two of them
@@ -358,48 +373,24 @@ def partial_dependence(
     percentiles : tuple of float, default=(0.05, 0.95)
         Numeric grids run evenly between these empirical percentiles.
     custom_values : dict, default=None
-        ``{feature: values}``: your own grid for some features (numbers for a
-        numeric feature, categories for a categorical one). Numeric grids are
-        sorted and de-duplicated.
+        ``{feature: values}``: your own grid for some features (numbers for a numeric
+        feature, categories for a categorical one; numeric grids sorted, de-duplicated).
     categorical_features : list of str or int, default=None
-        Features to treat as categorical. By default a feature is categorical
-        when its dtype is not numeric (object, category, string, bool) or it
-        holds at most 10 distinct integer values. A categorical grid is every
-        observed category, in data order (declared order for a category dtype,
-        ascending for numbers, first appearance otherwise).
+        Features to treat as categorical. By default a feature is categorical when its
+        dtype is not numeric (object, category, string, bool) or it holds at most 10
+        distinct integer values. A categorical grid is every observed category, in data
+        order (declared order for a category dtype, ascending for numbers, else first seen).
     kind : {"average", "individual", "both"}, default="both"
         ``"average"`` leaves ``individual`` as None; the others keep the ICE curves.
     centered : bool, default=False
         Shift every ICE curve to 0 at the first grid point (for two features,
         the first cell); the PDP is then the mean of the centred curves.
     method : {"auto", "brute", "tree", "recursion"}, default="auto"
-        ``"brute"``: any model; equals scikit-learn's ``method="brute"``.
-        For MLPs and linear models (LinearRegression, Ridge, Lasso,
-        ElasticNet, SGDRegressor, LogisticRegression), bare or after
-        Standard/MinMax/MaxAbs/RobustScaler steps in a Pipeline, with all
-        columns float, the first layer's pre-activation is computed once and
-        updated per grid point (rank-1): still the brute-force definition, to
-        rounding (``params["brute_path"] == "first-layer"``).
-        ``"tree"``: scikit-learn tree models (DecisionTree*, ExtraTree*,
-        RandomForest*, ExtraTrees*, GradientBoosting* with a constant init,
-        HistGradientBoosting* without categorical splits), given as the bare
-        model with numeric data; the same values as brute, PD and ICE, from
-        one compiled walk per row and tree, in the model's prediction space
-        (boosting probabilities are computed per row and grid point from the
-        summed margin before averaging). ``"auto"``: tree where it applies,
-        else brute. ``"recursion"``: scikit-learn's cover-weighted recursion,
-        ``kind="average"`` only, on the raw scale (margins for boosting
-        classifiers, class fractions for forest classifiers), *including* the
-        init/baseline term that scikit-learn leaves out for boosting models.
-        Recursion does not average over X: at a split on another feature it
-        weights both children by the share of *training* samples that reached
-        them. Those shares were counted among training samples that already
-        passed the splits above, including splits on the chosen feature, so
-        with correlated features they follow the training distribution of the
-        other features *given* the chosen feature's region, not their marginal
-        distribution as brute does; the two then differ (brute extrapolates into
-        unseen combinations, recursion mixes in a conditional expectation).
-        With independent features and X the training data they agree closely.
+        ``"brute"``: any model, as scikit-learn's ``method="brute"``. ``"tree"``: tree
+        models, the same values from one compiled walk per row and tree. ``"recursion"``:
+        scikit-learn's cover-weighted recursion (averages only, raw scale; it differs from
+        brute for correlated features). ``"auto"``: tree where it applies, else brute.
+        The module :mod:`explainers.effects.pdp` says what each computes and takes.
     class_index : int, default=None
         For classifiers, keep only this class (position in ``classes_``);
         None keeps every class (both columns for a binary model).
@@ -418,9 +409,8 @@ def partial_dependence(
     InvalidFeatureError
         Unknown feature, more than two features, a constant feature.
     InvalidParameterError
-        A bad option value, a grid that does not fit the feature (numbers for
-        a categorical feature), ``method="tree"``/``"recursion"`` where it
-        does not apply.
+        A bad option value, a grid that does not fit the feature (numbers for a
+        categorical feature), ``method="tree"``/``"recursion"`` where it does not apply.
 
     See Also
     --------
@@ -438,63 +428,18 @@ def partial_dependence(
     """
     lo_p, hi_p = _check_options(grid_resolution, percentiles, kind, method, centered, sample)
     adapter, frame = _adapter_and_frame(model, X, class_index)
-    names = feature_names_from(frame, features)
-    categorical = None
-    if categorical_features is not None:
-        categorical = set(feature_names_from_list(frame, categorical_features))
-    custom = {feature_names_from(frame, [key])[0]: vals for key, vals in (custom_values or {}).items()}
-    kinds, grids = _grids(frame, names, categorical, custom, grid_resolution, (lo_p, hi_p))
-    grids = _in_model_order(adapter.model, frame, names, kinds, grids)
-
+    names, categorical, custom = _features(frame, features, categorical_features, custom_values)
+    kinds, grids = _grids(adapter.model, frame, names, categorical, custom, grid_resolution, (lo_p, hi_p))
     rows, work = _sample_rows(frame, sample, random_state)
     used, plan = _choose_method(adapter, frame, kinds, grids, method)
-    keep_ice = kind != "average"
-    output_names = list(adapter.output_names)
-    brute_path = None
-    if used == "brute":
-        ice, avg, brute_path = _brute_curves(adapter, work, names, grids, keep_ice)
-    elif used == "tree":
-        cols = [frame.columns.get_loc(nm) for nm in names]
-        ice, avg = _tree_curves(plan, adapter, work, cols, grids, keep_ice)
-    else:  # recursion: the raw (pre-transform) scale of the ensemble
-        cols = [frame.columns.get_loc(nm) for nm in names]
-        ice = None
-        avg, output_names = _recursion_curves(plan, adapter, cols, grids)
-    if centered:
-        ice, avg = _center(ice, avg, len(names))
-
+    ice, avg, output_names, brute_path = _curves(used, plan, adapter, frame, work, names, grids, kind, centered)
     params = dict(
-        features=list(names),
-        grid_resolution=int(grid_resolution),
-        percentiles=(lo_p, hi_p),
+        features=list(names), grid_resolution=int(grid_resolution), percentiles=(lo_p, hi_p),
         custom_values={k: list(np.asarray(v, dtype=object).tolist()) for k, v in custom.items()},
-        categorical_features=None if categorical is None else sorted(categorical),
-        kind=kind,
-        centered=bool(centered),
-        method=method,
-        class_index=class_index,
-        sample=sample,
-        random_state=random_state,
-        n_samples=len(frame),
-        model=type(adapter.model).__name__,
-        brute_path=brute_path,
-    )
-    return PartialDependenceResult(
-        feature_names=tuple(names),
-        feature_kinds=tuple(kinds),
-        grid=list(grids),
-        average=np.asarray(avg, dtype=np.float64),
-        individual=None if (ice is None or not keep_ice) else np.asarray(ice, dtype=np.float64),
-        counts=grid_counts(frame, names, grids, kinds),
-        deciles=[deciles(frame[n_], k_) for n_, k_ in zip(names, kinds)],
-        row_indices=rows,
-        kind=kind,
-        method=used,
-        centered=bool(centered),
-        output_names=output_names,
-        task=adapter.task,
-        params=params,
-    )
+        categorical_features=None if categorical is None else sorted(categorical), kind=kind, centered=bool(centered),
+        method=method, class_index=class_index, sample=sample, random_state=random_state, n_samples=len(frame),
+        model=type(adapter.model).__name__, brute_path=brute_path)
+    return _assemble(adapter, frame, names, kinds, grids, rows, ice, avg, used, output_names, params)
 
 
 # ------------------------------------------------------------ the steps
@@ -538,8 +483,18 @@ def _adapter_and_frame(model, X, class_index) -> tuple[ModelAdapter, pd.DataFram
     return adapter, frame
 
 
-def _grids(frame: pd.DataFrame, names, categorical, custom, grid_resolution, pct):
-    """Kind ("numeric" or "categorical") and grid of each feature."""
+def _features(frame: pd.DataFrame, features, categorical_features, custom_values):
+    """The features' column names, the declared categorical ones (or None) and the custom grids by name."""
+    names = feature_names_from(frame, features)
+    categorical = None
+    if categorical_features is not None:
+        categorical = set(feature_names_from_list(frame, categorical_features))
+    custom = {feature_names_from(frame, [key])[0]: vals for key, vals in (custom_values or {}).items()}
+    return names, categorical, custom
+
+
+def _grids(model, frame: pd.DataFrame, names, categorical, custom, grid_resolution, pct):
+    """Kind ("numeric" or "categorical") and grid of each feature (categories in the model's order)."""
     kinds, grids = [], []
     for name in names:
         s = frame[name]
@@ -565,7 +520,7 @@ def _grids(frame: pd.DataFrame, names, categorical, custom, grid_resolution, pct
             grid = numeric_grid(s.to_numpy(dtype=np.float64), name, grid_resolution, pct)
         kinds.append(kind_f)
         grids.append(grid)
-    return kinds, grids
+    return kinds, _in_model_order(model, frame, names, kinds, grids)
 
 
 def _in_model_order(model, frame: pd.DataFrame, names, kinds, grids):
@@ -626,6 +581,26 @@ def _choose_method(adapter: ModelAdapter, frame: pd.DataFrame, kinds, grids, met
     return ("brute" if plan is None else ("tree" if method == "auto" else method)), plan
 
 
+def _curves(used: str, plan, adapter: ModelAdapter, frame: pd.DataFrame, work: pd.DataFrame, names, grids,
+            kind: str, centered: bool):
+    """ICE (or None), average, output names and brute path (None off brute) by the chosen method,
+    centred if asked."""
+    keep_ice = kind != "average"
+    output_names, brute_path = list(adapter.output_names), None
+    if used == "brute":
+        ice, avg, brute_path = _brute_curves(adapter, work, names, grids, keep_ice)
+    elif used == "tree":
+        cols = [frame.columns.get_loc(nm) for nm in names]
+        ice, avg = _tree_curves(plan, adapter, work, cols, grids, keep_ice)
+    else:  # recursion: the raw (pre-transform) scale of the ensemble
+        cols = [frame.columns.get_loc(nm) for nm in names]
+        ice = None
+        avg, output_names = _recursion_curves(plan, adapter, cols, grids)
+    if centered:
+        ice, avg = _center(ice, avg, len(names))
+    return ice, avg, output_names, brute_path
+
+
 def _brute_curves(adapter: ModelAdapter, work: pd.DataFrame, names, grids, keep_ice: bool):
     """ICE (or None) and average by the brute-force definition f(v, x_{i,C}); and which path ran.
 
@@ -683,6 +658,28 @@ def _center(ice, avg, n_features: int):
         ice = ice - ice[first][(slice(None),) + (None,) * n_features]
         return ice, ice.mean(axis=0)
     return None, avg - avg[(0,) * n_features]
+
+
+def _assemble(adapter: ModelAdapter, frame: pd.DataFrame, names, kinds, grids, rows, ice, avg, used: str,
+              output_names, params: dict) -> PartialDependenceResult:
+    """The result: curves as float64, the grids' counts and the features' deciles over all of X."""
+    kind = params["kind"]
+    return PartialDependenceResult(
+        feature_names=tuple(names),
+        feature_kinds=tuple(kinds),
+        grid=list(grids),
+        average=np.asarray(avg, dtype=np.float64),
+        individual=None if (ice is None or kind == "average") else np.asarray(ice, dtype=np.float64),
+        counts=grid_counts(frame, names, grids, kinds),
+        deciles=[deciles(frame[n_], k_) for n_, k_ in zip(names, kinds)],
+        row_indices=rows,
+        kind=kind,
+        method=used,
+        centered=params["centered"],
+        output_names=output_names,
+        task=adapter.task,
+        params=params,
+    )
 
 
 def _raw_output_names(adapter: ModelAdapter, ens) -> list[str]:

@@ -414,19 +414,55 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
         raise _bad("The file holds no trees.")
     if len(trees) > limits.limit("trees"):
         raise InvalidModelError(f"{label} has {len(trees):,} trees, {limits.over('trees')}.")
+    scale, bias = _scale_and_bias(doc)
+    k = len(bias)
+    task, transform, classes, notes = _task(doc, loss, k, label)
+    per_tree, cat_values, total_nodes = _sized_trees(doc, trees, k, label, float_col, nan_right, cat_col,
+                                                     split_table, names)
+    categories, code_of = _category_codes(cat_col, cat_values, hashes, names, n_features, label)
 
+    # one-hot rule records: a node at split l of a depth-d tree is one of 2**(d-1-l), each holding
+    # the words of its set; counted before any is built (categories numbering in the thousands
+    # made this grow with their square)
+    rule_words = sum((1 << (len(levels) - 1 - l)) * (code_of[(col, h)] // 64 + 3)
+                     for levels, _, _ in per_tree for l, (col, _, _, h) in enumerate(levels) if h is not None)
+    check_structure(total_nodes, k, label, rule_words=rule_words)
+    parts, has_weights, split_count, split_cover = _built_trees(per_tree, code_of, n_features, k)
+
+    notes = list(notes)
+    if not has_weights:
+        notes.append("The CatBoost file holds no leaf weights: path-dependent Tree SHAP weighs every leaf "
+                     "equally, not by its training data (use interventional SHAP with background data).")
+    if any(c is not None for c in categories) and not cat_values:
+        notes.append("The model's categorical columns are not used by any split.")
+    importances = {"split count": split_count}
+    if has_weights:
+        importances["cover"] = split_cover
+    ens = assemble(parts, [-1] * len(parts), base=bias, scale=scale, transform=transform,
+                   float32_inputs=True, n_features=n_features,
+                   model_name=f"CatBoost oblivious trees ({loss})", categories=categories)
+    return native_model(ens, task=task, classes=classes, library="catboost", objective=objective,
+                        feature_names=names, importances=importances, notes=tuple(notes),
+                        source_format="catboost json")
+
+
+def _scale_and_bias(doc: dict) -> tuple[float, np.ndarray]:
+    """The file's ``scale_and_bias``: the scale and one bias per output (at least one)."""
     sb = _get(doc, "scale_and_bias", list, "The file", [1.0, [0.0]])
     if len(sb) != 2:
         raise _bad("scale_and_bias is not [scale, [bias, ...]].")
     scale = _number(sb[0], "scale_and_bias[0]")
     bias = _numbers(sb[1], "scale_and_bias[1]") if isinstance(sb[1], list) else np.array(
         [_number(sb[1], "scale_and_bias[1]")])
-    k = len(bias)
-    if k < 1:
+    if len(bias) < 1:
         raise _bad("scale_and_bias gives no bias.")
-    task, transform, classes, notes = _task(doc, loss, k, label)
+    return scale, bias
 
-    # check every tree's sizes against the limits before building any array
+
+def _sized_trees(doc: dict, trees: list, k: int, label: str, float_col, nan_right, cat_col, split_table, names):
+    """Every tree's splits, leaf values and weights, its sizes checked against the limits before any
+    array is built: ``(per_tree, the category hashes each column's splits name, total nodes)``.
+    CTR splits anywhere refuse the model."""
     max_depth = limits.limit("tree_depth")
     cat_values: dict[int, dict] = {}
     per_tree, ctr, total_nodes = [], [], 0
@@ -453,8 +489,12 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
         per_tree.append((levels, values, weights))
     if ctr:
         raise InvalidModelError(CTR_MESSAGE.format(features=_ctr_columns(doc, cat_col, names)))
+    return per_tree, cat_values, total_nodes
 
-    # one-hot categories: a column's codes are the positions of the values its splits name
+
+def _category_codes(cat_col, cat_values, hashes, names, n_features: int, label: str):
+    """One-hot categories: a column's codes are the positions of the values its splits name.
+    ``(categories per column, {(column, hash): code})``."""
     categories = [None] * n_features
     for col in cat_col.values():
         categories[col] = ()
@@ -475,13 +515,12 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
             raise _bad(f"features_info.cat_features_hash gives one category for two hashes of column {col}.")
         for code, h in enumerate(ordered):
             code_of[(col, h)] = code
+    return categories, code_of
 
-    # one-hot rule records: a node at split l of a depth-d tree is one of 2**(d-1-l), each holding
-    # the words of its set; counted before any is built (categories numbering in the thousands
-    # made this grow with their square)
-    rule_words = sum((1 << (len(levels) - 1 - l)) * (code_of[(col, h)] // 64 + 3)
-                     for levels, _, _ in per_tree for l, (col, _, _, h) in enumerate(levels) if h is not None)
-    check_structure(total_nodes, k, label, rule_words=rule_words)
+
+def _built_trees(per_tree: list, code_of: dict, n_features: int, k: int):
+    """The trees' node arrays and the split count and cover per column:
+    ``(parts, every tree has leaf weights, split_count, split_cover)``."""
     parts = []
     has_weights = True
     split_count = np.zeros(n_features)
@@ -509,22 +548,7 @@ def read_catboost(data: bytes, *, name: str = "") -> NativeTreeModel:
             go_left = np.delete(np.arange(64 * (code // 64 + 1)), code)
             rules_of_level.append(rule_record(RULE_CATEGORICAL | RULE_OTHER_LEFT, go_left))
         parts.append(_tree_parts(levels, lv, _floor_weights(lw), k, rules_of_level))
-
-    notes = list(notes)
-    if not has_weights:
-        notes.append("The CatBoost file holds no leaf weights: path-dependent Tree SHAP weighs every leaf "
-                     "equally, not by its training data (use interventional SHAP with background data).")
-    if any(c is not None for c in categories) and not cat_values:
-        notes.append("The model's categorical columns are not used by any split.")
-    importances = {"split count": split_count}
-    if has_weights:
-        importances["cover"] = split_cover
-    ens = assemble(parts, [-1] * len(parts), base=bias, scale=scale, transform=transform,
-                   float32_inputs=True, n_features=n_features,
-                   model_name=f"CatBoost oblivious trees ({loss})", categories=categories)
-    return native_model(ens, task=task, classes=classes, library="catboost", objective=objective,
-                        feature_names=names, importances=importances, notes=tuple(notes),
-                        source_format="catboost json")
+    return parts, has_weights, split_count, split_cover
 
 
 def _floor_weights(weights: np.ndarray) -> np.ndarray:

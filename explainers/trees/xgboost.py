@@ -672,9 +672,48 @@ def _base_margin(base: np.ndarray, link: str, objective: str) -> np.ndarray:
 
 
 def _read_document(doc, fmt: str) -> NativeTreeModel:
+    """The model of one parsed XGBoost document: every part checked in the order the file is read."""
     learner = _learner(doc)
     notes = []
     mparam = _obj(_field(learner, "learner_model_param", "learner"), "learner_model_param")
+    n_features, num_class, objective = _model_params(learner, mparam)
+    task, transform, link = _OBJECTIVES[objective]
+    bname, model, weights = _booster(learner, notes)
+    trees, tree_info, weights = _trees(model, weights)
+    trees, tree_info, weights = _best_iteration(learner, model, trees, tree_info, weights, notes)
+    n_trees = len(trees)
+    n_raw = 1
+    if transform == "softmax":
+        if num_class < 2:
+            raise _bad(f"The model's objective is {objective} but num_class is {num_class}.")
+        n_raw = num_class
+    if ((tree_info < 0) | (tree_info >= n_raw)).any():
+        raise _bad(f"tree_info names an output outside 0..{n_raw - 1}.")
+    tree_output = tree_info if n_raw > 1 else np.full(n_trees, -1, np.int64)
+    names = _feature_names(learner, n_features, notes)
+    ftypes = learner.get("feature_types") or None
+    categories = _stored_categories(model, n_features)
+    parts, importances = _tree_parts(trees, weights, tree_output, n_features, n_raw, notes)
+
+    base = _floats(_field(mparam, "base_score", "learner_model_param"), "base_score")
+    if len(base) not in (1, n_raw):
+        raise _bad(f"base_score has {len(base)} values for {n_raw} outputs.")
+    base = np.broadcast_to(_base_margin(base, link, objective), (n_raw,)).copy()
+    notes += _reading_notes(objective, transform, categories is not None or bool(ftypes and "c" in ftypes))
+
+    label = f"XGBoost {bname} ({objective})"
+    ens = assemble(parts, tree_output, base=base, scale=1.0, transform=transform, float32_inputs=True,
+                   n_features=n_features, model_name=label, categories=categories, numeric_codes=True)
+    classes = None
+    if task == "classification":  # XGBoost files keep no labels: classes are 0 .. k-1
+        classes = np.arange(2 if transform == "sigmoid" else n_raw)
+    return native_model(
+        ens, task=task, classes=classes, library="xgboost", objective=objective,
+        feature_names=names, importances=importances, notes=tuple(notes), source_format=fmt)
+
+
+def _model_params(learner: dict, mparam: dict) -> tuple[int, int, str]:
+    """``(n_features, num_class, objective)``, the objective one Glassbox reads for one target."""
     n_features = _int(_field(mparam, "num_feature", "learner_model_param"), "num_feature", 1,
                       limits.limit("features"))
     num_class = _int(mparam.get("num_class", "0"), "num_class", 0, MAX_CATEGORY_CODE)
@@ -692,8 +731,11 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
         raise InvalidModelError(
             f"This XGBoost model uses objective={objective!r}, which Glassbox does not read.{hint} "
             f"Readable objectives: {', '.join(sorted(_OBJECTIVES))}.")
-    task, transform, link = _OBJECTIVES[objective]
+    return n_features, num_class, objective
 
+
+def _booster(learner: dict, notes: list):
+    """``(booster name, its tree model object, DART tree weights or None)``."""
     booster = _obj(_field(learner, "gradient_booster", "learner"), "gradient_booster")
     bname = booster.get("name")
     weights = None
@@ -719,7 +761,11 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
     else:
         raise InvalidModelError(f"This XGBoost model uses booster={str(bname)[:40]!r}; Glassbox reads "
                                 "booster='gbtree' (and 'dart').")
+    return bname, model, weights
 
+
+def _trees(model: dict, weights):
+    """``(trees, tree_info, weights)``: the trees' count checked against the limit and the file's own counts."""
     trees = _field(model, "trees", "gradient_booster.model")
     if not isinstance(trees, list):
         raise _bad("gradient_booster.model.trees is not an array.")
@@ -735,41 +781,40 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
             raise _bad(f"The XGBoost model file states {stated} trees but holds {n_trees}.")
     if weights is not None and len(weights) != n_trees:
         raise _bad(f"The DART model file has {len(weights)} tree weights for {n_trees} trees.")
-    tree_info = _array(model, "tree_info", n_trees, "gradient_booster.model", "i")
+    return trees, _array(model, "tree_info", n_trees, "gradient_booster.model", "i"), weights
 
+
+def _best_iteration(learner: dict, model: dict, trees: list, tree_info, weights, notes: list):
+    """The trees read after early stopping: the first ``best_iteration + 1`` rounds for a file the
+    scikit-learn wrapper saved (as its predict does), all of them for a Booster (said in a note)."""
+    n_trees = len(trees)
     attrs = learner.get("attributes") if isinstance(learner.get("attributes"), dict) else {}
     best = attrs.get("best_iteration")
-    if best is not None:
-        best = _int(best, "attributes.best_iteration", 0)
-        indptr = _iteration_indptr(model, n_trees)
-        n_rounds = n_trees if indptr is None else len(indptr) - 1
-        if indptr is None:
-            notes.append(f"The file records best_iteration={best} but not which trees make each "
-                         f"round (an XGBoost 1.x file): Glassbox reads all {n_trees} trees.")
-        elif "scikit_learn" in attrs and best + 1 < n_rounds:
-            # what XGBRegressor / XGBClassifier.load_model(file).predict uses
-            keep = int(indptr[best + 1])
-            trees, tree_info = trees[:keep], tree_info[:keep]
-            if weights is not None:
-                weights = weights[:keep]
-            notes.append(f"Early stopping: the file keeps {n_rounds} boosting rounds and records "
-                         f"best_iteration={best}; like the scikit-learn wrapper's predict, Glassbox "
-                         f"reads the first {best + 1} rounds ({keep} of {n_trees} trees).")
-            n_trees = keep
-        elif best + 1 < n_rounds:
-            notes.append(f"The file records best_iteration={best} (early stopping) for a Booster: "
-                         f"Glassbox reads all {n_rounds} rounds, as Booster.predict does. Save "
-                         f"booster[: {best + 1}] to explain the early-stopped model.")
+    if best is None:
+        return trees, tree_info, weights
+    best = _int(best, "attributes.best_iteration", 0)
+    indptr = _iteration_indptr(model, n_trees)
+    n_rounds = n_trees if indptr is None else len(indptr) - 1
+    if indptr is None:
+        notes.append(f"The file records best_iteration={best} but not which trees make each "
+                     f"round (an XGBoost 1.x file): Glassbox reads all {n_trees} trees.")
+    elif "scikit_learn" in attrs and best + 1 < n_rounds:
+        # what XGBRegressor / XGBClassifier.load_model(file).predict uses
+        keep = int(indptr[best + 1])
+        trees, tree_info = trees[:keep], tree_info[:keep]
+        if weights is not None:
+            weights = weights[:keep]
+        notes.append(f"Early stopping: the file keeps {n_rounds} boosting rounds and records "
+                     f"best_iteration={best}; like the scikit-learn wrapper's predict, Glassbox "
+                     f"reads the first {best + 1} rounds ({keep} of {n_trees} trees).")
+    elif best + 1 < n_rounds:
+        notes.append(f"The file records best_iteration={best} (early stopping) for a Booster: "
+                     f"Glassbox reads all {n_rounds} rounds, as Booster.predict does. Save "
+                     f"booster[: {best + 1}] to explain the early-stopped model.")
+    return trees, tree_info, weights
 
-    n_raw = 1
-    if transform == "softmax":
-        if num_class < 2:
-            raise _bad(f"The model's objective is {objective} but num_class is {num_class}.")
-        n_raw = num_class
-    if ((tree_info < 0) | (tree_info >= n_raw)).any():
-        raise _bad(f"tree_info names an output outside 0..{n_raw - 1}.")
-    tree_output = tree_info if n_raw > 1 else np.full(n_trees, -1, np.int64)
 
+def _feature_names(learner: dict, n_features: int, notes: list) -> list | None:
     names = learner.get("feature_names") or None
     if names is not None:
         if not isinstance(names, list) or not all(isinstance(s, str) for s in names):
@@ -779,9 +824,12 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
     else:
         notes.append(f"The file does not name its features: they are named by position "
                      f"(x0..x{n_features - 1}), in the column order the model was trained on.")
-    ftypes = learner.get("feature_types") or None
-    categories = _stored_categories(model, n_features)
+    return names
 
+
+def _tree_parts(trees: list, weights, tree_output, n_features: int, n_raw: int, notes: list):
+    """Each tree's node arrays, within the node budget and the structure limits (checked on the
+    sizes the file states before any array is built), and the library importances."""
     stated_nodes = 0
     for t, tree in enumerate(trees):  # what the file says the trees hold, before any array is built
         tp = _obj(_field(_obj(tree, f"trees[{t}]"), "tree_param", f"XGBoost tree {t}"), f"XGBoost tree {t}.tree_param")
@@ -802,12 +850,12 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
         # 65535 is 1,026 words built from six bytes of the file: counted as they are built
     if dropped:
         notes.append(f"{dropped} tree(s) hold nodes pruned away (unreachable from the root); they are left out.")
+    return parts, {"gain": gain, "cover": cover_imp, "split count": count_imp}
 
-    base = _floats(_field(mparam, "base_score", "learner_model_param"), "base_score")
-    if len(base) not in (1, n_raw):
-        raise _bad(f"base_score has {len(base)} values for {n_raw} outputs.")
-    base = np.broadcast_to(_base_margin(base, link, objective), (n_raw,)).copy()
 
+def _reading_notes(objective: str, transform: str, categorical: bool) -> list[str]:
+    """What the reading of this objective (and of categorical splits) means for the explanations."""
+    notes = []
     if objective == "reg:logistic":
         notes.append("reg:logistic predicts a probability: it is read as a binary classifier whose "
                      "predict_proba[:, 1] is XGBoost's prediction.")
@@ -818,21 +866,11 @@ def _read_document(doc, fmt: str) -> NativeTreeModel:
         notes.append(f"{objective} is read as a regressor of the ranking score.")
     if transform == "exp":
         notes.append(f"{objective} predicts exp(margin): Tree SHAP explains the margin (log scale).")
-    if categories is not None or (ftypes and "c" in ftypes):
+    if categorical:
         notes.append("Categorical features: XGBoost sends the categories a split lists to the right; "
                      "unknown or negative codes go left (XGBoost itself refuses an unknown category "
                      "of a DataFrame).")
-
-    label = f"XGBoost {bname} ({objective})"
-    ens = assemble(parts, tree_output, base=base, scale=1.0, transform=transform, float32_inputs=True,
-                   n_features=n_features, model_name=label, categories=categories, numeric_codes=True)
-    classes = None
-    if task == "classification":  # XGBoost files keep no labels: classes are 0 .. k-1
-        classes = np.arange(2 if transform == "sigmoid" else n_raw)
-    return native_model(
-        ens, task=task, classes=classes, library="xgboost", objective=objective,
-        feature_names=names, importances={"gain": gain, "cover": cover_imp, "split count": count_imp},
-        notes=tuple(notes), source_format=fmt)
+    return notes
 
 
 def read_xgboost(data: bytes, *, name: str = "") -> NativeTreeModel:
