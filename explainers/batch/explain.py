@@ -144,7 +144,7 @@ def explain_file(
     ------
     ExplainerError
         For a bad model, data file, option, output directory or scheduler, with a message that
-        says what to fix. A fresh run that fails leaves no files; a resumed one keeps its finished parts.
+        says what to fix. A fresh run that fails leaves no files behind; a resumed one keeps its finished parts.
 
     See Also
     --------
