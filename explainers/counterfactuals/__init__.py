@@ -90,7 +90,10 @@ def _rows(rows, n: int) -> list[int]:
         rows = [rows]
     try:
         out = [int(r) for r in rows]
+        whole = all(float(r) == o for r, o in zip(rows, out))  # 2.5 is no position (not row 2)
     except (TypeError, ValueError):
+        whole = False
+    if not whole:
         raise param_error("rows", "counterfactuals", "row positions (an int or a list of ints)", rows) from None
     if not out:
         raise InvalidParameterError("rows is empty: give the positions of the rows to explain.")

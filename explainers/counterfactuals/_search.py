@@ -110,7 +110,9 @@ def _bisect(problem, free, x, cand: pd.DataFrame, target) -> pd.DataFrame:
         if not moved.any():
             continue
         good = cur.copy()            # reaches the target
-        bad = np.full_like(cur, old)  # the row's own value: does not (else it was put back)
+        # toward the row's own value (it does not reach, else it was put back), but no further
+        # than the allowed range: a row outside its range moves into it
+        bad = np.full_like(cur, min(max(old, f.lo), f.hi))
         for _ in range(STEPS):
             mid = (good + bad) / 2
             if f.kind == "integer":

@@ -105,20 +105,24 @@ def goal_for(ens, target, eps: float) -> Goal:
         want = target.index if target.kind == "class" else 1 - target.index
         g.rows.append((np.array([1.0]), eps) if want == 1 else (np.array([-1.0]), eps))
         return g
+    # argmax picks the first of equal outputs: a class needs a margin over the classes before
+    # it, but only a tie with those after it (a tie is common in a forest's averaged
+    # probabilities); a retry (a larger eps, after predict disagreed) asks for the margin
+    tie = 0.0 if eps <= 1e-7 else eps
     if target.kind == "class":
         c = target.index
         for o in range(k):
             if o != c:
                 w = np.zeros(k)
                 w[c], w[o] = 1.0, -1.0
-                g.rows.append((w, eps))
+                g.rows.append((w, eps if o < c else tie))
         return g
     p = target.index
     for o in range(k):
         if o != p:
             w = np.zeros(k)
             w[o], w[p] = 1.0, -1.0
-            g.any_of.append((w, eps))
+            g.any_of.append((w, tie if o < p else eps))
     return g
 
 
