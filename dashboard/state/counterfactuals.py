@@ -82,19 +82,14 @@ def find(ctx: ModelContext, row: int, target, fixed: tuple, ranges: tuple, n: in
     def compute():
         from explainers.counterfactuals import counterfactuals
 
+        # a range is (lo, hi) of a numeric feature or the allowed values of a categorical one:
+        # the engine reads each by the feature's kind
         return counterfactuals(ctx.model, ctx.X, [int(row)], target=goal, fixed=list(fixed),
-                               ranges={f: (list(r) if isinstance(r, tuple) and r and not _is_pair(r) else r)
-                                       for f, r in ranges} or None,
-                               n=int(n), time_limit=float(seconds))
+                               ranges=dict(ranges) or None, n=int(n), time_limit=float(seconds))
 
     key = ("counterfactuals", ctx.model_key, ctx.data_key, int(row), str(target), tuple(fixed), ranges, int(n),
            float(seconds))
     return in_worker(key, compute, notice)
-
-
-def _is_pair(r) -> bool:
-    return len(r) == 2 and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-                               for v in r)
 
 
 def _shown(v) -> str:

@@ -5,9 +5,10 @@
 >>> res.counterfactuals[0]; res.distances[0]; res.optimal[0]           # doctest: +SKIP
 
 - Tree models (every family :func:`explainers.trees.flatten_model` reads, pipelines folded
-  into their trees included): a mixed-integer program over the trees' leaves, solved by
-  HiGHS (:mod:`._trees`); ``optimal`` is True where the solver proves the answer nearest.
-  A single tree is solved by enumerating its leaves' boxes.
+  into their trees included): a compiled branch and bound over the trees' cells
+  (:mod:`._bnb`), or on request the mixed-integer program over the leaves solved by HiGHS
+  (:mod:`._trees`); ``optimal`` is True where the solver proves the answer nearest. A single
+  tree is solved by enumerating its leaves' boxes.
 - Other models: a seeded search (:mod:`._search`), ``optimal`` False.
 
 Distance: the sum over features of ``|change| / MAD`` (a category change counts 1), the
@@ -25,7 +26,7 @@ import pandas as pd
 
 from ..errors import InvalidModelError, InvalidParameterError, param_error
 from ..model import ModelAdapter
-from ._problem import Problem, Target, build_problem, parse_target, same_value
+from ._problem import Problem, Target, build_problem, diverse, parse_target, same_value
 
 __all__ = ["counterfactuals", "CounterfactualResult", "same_value"]
 
@@ -150,7 +151,9 @@ def _model_categories(ens, frame: pd.DataFrame) -> list:
     return out
 
 
-def _validate(problem: Problem, x_frame: pd.DataFrame, cands: pd.DataFrame, target: Target):
+def _validate(problem: Problem, cands: pd.DataFrame, target: Target):
+    """(reaches the target, the model's predict, its explained output) of each candidate: the
+    one check by the model's own predict every answer passes."""
     labels, outputs = problem.predict(cands)
     ok = target.reached(labels, outputs)
     return ok, labels, outputs
@@ -199,7 +202,7 @@ def counterfactuals(model, X, rows, *, target=None, fixed=(), ranges=None, n: in
 
     adapter = model if isinstance(model, ModelAdapter) else ModelAdapter(model)
     if adapter.output != "auto" or adapter.class_index is not None:
-        adapter = adapter.with_output("auto", None) if hasattr(adapter, "with_output") else adapter
+        adapter = adapter.with_output("auto", None)
     frame = as_frame(adapter, X)
     rows = _rows(rows, len(frame))
     ens, why = _tree_ensemble(adapter, frame) if solver != "search" else (None, "asked for the search")
@@ -249,12 +252,9 @@ def _one_row(problem: Problem, ens, lay, row: int, target, n: int, time_limit: f
         return
     optimal, gap = False, np.nan
     if ens is not None:
-        cands, optimal, gap = _tree_answers(problem, ens, lay, row, goal, n, time_limit, exact)
+        cands, lab, out, optimal, gap = _tree_answers(problem, ens, lay, row, goal, n, time_limit, exact)
     else:
-        cands = _search_answers(problem, row, goal, n, time_limit, rng)
-    if len(cands):
-        ok, lab, out = _validate(problem, x_frame, cands, goal)
-        cands, lab, out = cands.loc[ok], lab[ok], out[ok]
+        cands, lab, out = _search_answers(problem, row, goal, n, time_limit, rng)
     if not len(cands):
         why = ("no allowed change reaches it (proven)" if optimal
                else f"none was found in {time_limit:g} s")
@@ -284,7 +284,7 @@ def _row_cells(problem: Problem, ens, row: int) -> dict:
 
     frame = problem.frame
     coded = tree_inputs(ens, frame.iloc[[row]], "X")[0]
-    cats = _model_categories(ens, frame)
+    cats = problem.model_categories
     cells = {}
     for j in np.unique(ens.feature[ens.feature >= 0]):
         j = int(j)
@@ -316,6 +316,7 @@ def _apply(problem: Problem, row: int, cells: dict, chosen: dict) -> dict:
 
 
 def _tree_answers(problem: Problem, ens, lay, row: int, goal: Target, n: int, time_limit: float, exact: str):
+    """(valid answers, their predict, their outputs, first proven nearest, gap) of one row."""
     from ._trees import solve_row
 
     cells = _row_cells(problem, ens, row)
@@ -325,34 +326,30 @@ def _tree_answers(problem: Problem, ens, lay, row: int, goal: Target, n: int, ti
         left = time_limit - (time.perf_counter() - t0)
         answers, none = solve_row(ens, lay, cells, goal, n, max(left, 0.05), eps, exact)
         if not answers:
-            return problem.frame.iloc[[]], none, 0.0 if none else np.nan
+            return problem.frame.iloc[[]], [], [], none, 0.0 if none else np.nan
         frames = [_apply(problem, row, cells, chosen) for chosen, _, _ in answers]
         cands = pd.concat(frames, ignore_index=True)
-        labels, outputs = problem.predict(cands)
-        ok = goal.reached(labels, outputs)
+        ok, labels, outputs = _validate(problem, cands, goal)
         if ok[0] or attempt == 2:
-            return cands, bool(answers[0][1]) and bool(ok[0]), float(answers[0][2])
+            return (cands.loc[ok], labels[ok], outputs[ok], bool(answers[0][1]) and bool(ok[0]),
+                    float(answers[0][2]))
         eps *= 1e3  # an answer on a tie of the outputs: ask for a clearer margin
-    return problem.frame.iloc[[]], False, np.nan  # pragma: no cover
 
 
 def _search_answers(problem: Problem, row: int, goal: Target, n: int, time_limit: float, rng):
+    """(the n nearest valid, diverse answers of the search, their predict, their outputs)."""
     from ._search import search_row
 
-    cands = search_row(problem, row, goal, n, time_limit, rng)
+    cands = search_row(problem, row, goal, time_limit, rng)
     if not len(cands):
-        return cands
+        return cands, [], []
+    cands = cands.loc[goal.reached(*problem.predict(cands))].reset_index(drop=True)
     x = problem.frame.iloc[row]
     dist, changed = problem.distance(x, cands)
     order = np.lexsort((changed, dist))
-    keep, banned = [], []
-    for i in order:
-        moved = {f.name for f in problem.features
-                 if not same_value(x[f.name], cands.iloc[i][f.name])}
-        if not moved or any(b <= moved for b in banned):
-            continue
-        keep.append(i)
-        banned.append(moved)
-        if len(keep) >= n:
-            break
-    return cands.iloc[keep].reset_index(drop=True)
+    moved = [{f.name for f in problem.features if not same_value(x[f.name], cands.iloc[i][f.name])}
+             for i in order]
+    cands = cands.iloc[order[diverse(moved, n)]].reset_index(drop=True)
+    # the answers' own predict (a model's float results can depend on the batch they are in)
+    ok, labels, outputs = _validate(problem, cands, goal)
+    return cands.loc[ok], labels[ok], outputs[ok]

@@ -51,6 +51,17 @@ def _left_count(cum, off, lo, hi):
 
 
 @njit(cache=True)
+def _meets(vals, lower, any_of):
+    """Whether outputs ``vals`` meet the target rows: one of them (any_of) or all."""
+    for r in range(vals.shape[0]):
+        if any_of and vals[r] >= lower[r]:
+            return True
+        if not any_of and vals[r] < lower[r]:
+            return False
+    return not any_of
+
+
+@njit(cache=True)
 def _bound_ok(lo, hi, roots, left, right, slot, fixed_left, cum_off, cum, leaf_score, const, lower,
               any_of, ub, stack):
     R = const.shape[0]
@@ -85,15 +96,7 @@ def _bound_ok(lo, hi, roots, left, right, slot, fixed_left, cum_off, cum, leaf_s
                 sp += 1
         for r in range(R):
             ub[r] += best[r]
-    if any_of:
-        for r in range(R):
-            if ub[r] >= lower[r]:
-                return True
-        return False
-    for r in range(R):
-        if ub[r] < lower[r]:
-            return False
-    return True
+    return _meets(ub, lower, any_of)
 
 
 @njit(cache=True)
@@ -113,15 +116,7 @@ def _point_ok(pt, roots, left, right, slot, fixed_left, cum_off, cum, leaf_score
                 n = right[n]
         for r in range(R):
             val[r] += leaf_score[n, r]
-    if any_of:
-        for r in range(R):
-            if val[r] >= lower[r]:
-                return True
-        return False
-    for r in range(R):
-        if val[r] < lower[r]:
-            return False
-    return True
+    return _meets(val, lower, any_of)
 
 
 @njit(cache=True)

@@ -81,6 +81,7 @@ class Problem:
     frame: pd.DataFrame       # the data in the model's column order, rows 0..n-1
     features: list[Feature]
     notes: list[str] = field(default_factory=list)
+    model_categories: list | None = None  # per column, a tree model's categories (see build_problem)
 
     @property
     def names(self) -> list[str]:
@@ -121,9 +122,23 @@ def same_value(a, b) -> bool:
     if pd.isna(a) or pd.isna(b):
         return False
     try:
-        return bool(a == b) or str(a) == str(b) or float(a) == float(b)
+        return bool(_same(a, b)) or float(a) == float(b)
     except (TypeError, ValueError):
         return False
+
+
+def diverse(changed: list[set], n: int) -> list[int]:
+    """Positions of up to ``n`` answers, taken in order (nearest first), each keeping at least one
+    feature of every earlier answer's changed set (answers changing nothing are skipped)."""
+    keep, banned = [], []
+    for i, moved in enumerate(changed):
+        if not moved or any(b <= moved for b in banned):
+            continue
+        keep.append(i)
+        banned.append(moved)
+        if len(keep) >= n:
+            break
+    return keep
 
 
 def robust_scale(col: np.ndarray) -> float:
@@ -181,7 +196,7 @@ def build_problem(adapter, frame: pd.DataFrame, fixed, ranges, model_categories=
         if name in fixed:
             f.fixed, f.why_fixed = True, "asked to stay fixed"
         feats.append(f)
-    return Problem(adapter, frame, feats, notes)
+    return Problem(adapter, frame, feats, notes, model_categories)
 
 
 def _names_list(value, what: str, names: list[str]) -> list[str]:

@@ -134,8 +134,9 @@ def _as_column(values: np.ndarray, dtype):
     return values
 
 
-def search_row(problem: Problem, row: int, target: Target, n: int, time_limit: float, rng):
-    """Up to n counterfactual rows (a DataFrame, nearest first) for one row of the data."""
+def search_row(problem: Problem, row: int, target: Target, time_limit: float, rng):
+    """Candidate counterfactuals of one row of the data, repaired (the caller checks them with
+    the model's predict and picks the nearest diverse ones)."""
     x = problem.frame.iloc[row]
     free = _free(problem)
     if not free:
@@ -157,6 +158,4 @@ def search_row(problem: Problem, row: int, target: Target, n: int, time_limit: f
     dist, _ = problem.distance(x, cand)
     cand = cand.iloc[np.argsort(dist, kind="stable")[:KEEP]].reset_index(drop=True)
     cand = _put_back(problem, free, x, cand, target)
-    cand = _bisect(problem, free, x, cand, target)
-    cand = cand.loc[_reached(problem, target, cand)].reset_index(drop=True)
-    return cand
+    return _bisect(problem, free, x, cand, target)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._cells import Cells
+from ._problem import diverse
 
 #: tie-breaker per changed feature: far below any distance step that matters
 TIE = 1e-6
@@ -109,20 +110,16 @@ def goal_for(ens, target, eps: float) -> Goal:
     # it, but only a tie with those after it (a tie is common in a forest's averaged
     # probabilities); a retry (a larger eps, after predict disagreed) asks for the margin
     tie = 0.0 if eps <= 1e-7 else eps
+    def beats(a: int, b: int):  # output a above output b: (a - b, the margin argmax needs)
+        w = np.zeros(k)
+        w[a], w[b] = 1.0, -1.0
+        return w, (eps if b < a else tie)
+
+    c = target.index
     if target.kind == "class":
-        c = target.index
-        for o in range(k):
-            if o != c:
-                w = np.zeros(k)
-                w[c], w[o] = 1.0, -1.0
-                g.rows.append((w, eps if o < c else tie))
-        return g
-    p = target.index
-    for o in range(k):
-        if o != p:
-            w = np.zeros(k)
-            w[o], w[p] = 1.0, -1.0
-            g.any_of.append((w, tie if o < p else eps))
+        g.rows.extend(beats(c, o) for o in range(k) if o != c)
+    else:
+        g.any_of.extend(beats(o, c) for o in range(k) if o != c)
     return g
 
 
@@ -380,16 +377,8 @@ def enumerate_tree(ens, lay: Layout, cells: dict, target, eps: float, n: int):
             cost += float(costs[i]) + TIE
         scored.append((cost, chosen))
     scored.sort(key=lambda s: s[0])
-    out, banned = [], []
-    for cost, chosen in scored:
-        changed = {j for j, i in chosen.items() if i != cells[j].origin}
-        if any(set(b) <= changed for b in banned):
-            continue
-        out.append((chosen, cost))
-        banned.append(changed)
-        if len(out) >= n:
-            break
-    return out
+    changed = [{j for j, i in chosen.items() if i != cells[j].origin} for _, chosen in scored]
+    return [(scored[i][1], scored[i][0]) for i in diverse(changed, n)]
 
 
 def _walk_boxes(ens, lay, cells, node, allowed, ok, boxes):
