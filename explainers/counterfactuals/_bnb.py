@@ -23,31 +23,35 @@ import time
 import numpy as np
 from numba import njit
 
-#: boxes searched per compiled slice (the time limit is checked between slices)
-SLICE = 20000
+#: seconds per compiled slice of boxes (the time limit is checked between slices)
+SLICE_SECONDS = 0.05
+#: the first pass looks for answers nearer than this distance; each next pass allows this many times more
+FIRST_CAP = 0.25
+CAP_GROWTH = 1.5
 #: deepest the stack may grow (two boxes per cut; cuts per feature ~ log2(cells))
 STACK = 1 << 14
 
 
 @njit(cache=True)
-def _cheapest(lo, hi, cost_off, cost, pt):
+def _cheapest(lo, hi, cost_off, cost, origin, unimodal, pt):
+    """The box's nearest point (its cells in ``pt``) and its distance."""
     total = 0.0
     for f in range(lo.shape[0]):
-        best = np.inf
-        arg = lo[f]
-        for k in range(lo[f], hi[f] + 1):
-            c = cost[cost_off[f] + k]
-            if c < best:
-                best = c
-                arg = k
+        if unimodal[f]:
+            m = origin[f]
+            arg = m if lo[f] <= m <= hi[f] else (hi[f] if hi[f] < m else lo[f])
+            best = cost[cost_off[f] + arg]
+        else:
+            best = np.inf
+            arg = lo[f]
+            for k in range(lo[f], hi[f] + 1):
+                c = cost[cost_off[f] + k]
+                if c < best:
+                    best = c
+                    arg = k
         pt[f] = arg
         total += best
     return total
-
-
-@njit(cache=True)
-def _left_count(cum, off, lo, hi):
-    return cum[off + hi + 1] - cum[off + lo]
 
 
 @njit(cache=True)
@@ -62,21 +66,65 @@ def _meets(vals, lower, any_of):
 
 
 @njit(cache=True)
-def _bound_ok(lo, hi, roots, left, right, slot, fixed_left, cum_off, cum, leaf_score, const, lower,
-              any_of, ub, stack):
+def _cmin(s, a, b, cost_off, cost, origin, unimodal):
+    """The cheapest cell of slot ``s`` in cells ``a..b``: O(1) where the costs fall to the
+    row's own cell and rise after it (every numeric and categorical feature), else a scan."""
+    o = cost_off[s]
+    if unimodal[s]:
+        m = origin[s]
+        if a <= m and m <= b:
+            return cost[o + m]
+        return cost[o + b] if b < m else cost[o + a]
+    best = np.inf
+    for k in range(a, b + 1):
+        if cost[o + k] < best:
+            best = cost[o + k]
+    return best
+
+
+@njit(cache=True)
+def _bound_ok(lo, hi, budget, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score,
+              const, lower, any_of, ub, cost_off, cost, origin, unimodal, work):
+    """Whether the box can reach the target with a point less than ``budget`` farther than its
+    cheapest point: per tree, the best leaf whose region the box reaches within the budget
+    (the extra distance of a leaf is what narrowing each feature to the leaf's cells costs
+    over the box's cheapest point; a relaxation, as each tree may spend the whole budget)."""
     R = const.shape[0]
     for r in range(R):
         ub[r] = const[r]
     best = np.empty(R)
+    st_node, st_depth, st_slot, st_lo, st_hi, log_slot, log_lo, log_hi = work
+    st_acc = np.empty(st_node.shape[0])
+    cur_lo = lo.copy()
+    cur_hi = hi.copy()
     for t in range(roots.shape[0]):
         for r in range(R):
             best[r] = -np.inf
         sp = 0
-        stack[sp] = roots[t]
-        sp += 1
+        top = 0
+        st_node[0] = roots[t]
+        st_depth[0] = 0
+        st_slot[0] = -1
+        st_acc[0] = 0.0
+        sp = 1
         while sp > 0:
             sp -= 1
-            n = stack[sp]
+            n = st_node[sp]
+            d = st_depth[sp]
+            acc = st_acc[sp]
+            while top > d:  # undo the narrowing of the nodes left behind
+                top -= 1
+                if log_slot[top] >= 0:
+                    cur_lo[log_slot[top]] = log_lo[top]
+                    cur_hi[log_slot[top]] = log_hi[top]
+            s = st_slot[sp]
+            log_slot[top] = s
+            if s >= 0:
+                log_lo[top] = cur_lo[s]
+                log_hi[top] = cur_hi[s]
+                cur_lo[s] = st_lo[sp]
+                cur_hi[s] = st_hi[sp]
+            top += 1
             if left[n] < 0:
                 for r in range(R):
                     if leaf_score[n, r] > best[r]:
@@ -84,23 +132,54 @@ def _bound_ok(lo, hi, roots, left, right, slot, fixed_left, cum_off, cum, leaf_s
                 continue
             s = slot[n]
             if s < 0:
-                stack[sp] = left[n] if fixed_left[n] else right[n]
+                st_node[sp] = left[n] if fixed_left[n] else right[n]
+                st_depth[sp] = top
+                st_slot[sp] = -1
+                st_acc[sp] = acc
                 sp += 1
                 continue
-            cnt = _left_count(cum, cum_off[n], lo[s], hi[s])
-            if cnt > 0:
-                stack[sp] = left[n]
+            a = cur_lo[s]
+            b = cur_hi[s]
+            if kind[n] == 0:  # a split whose left cells are no one stretch: reachability only
+                cnt = cum[cum_off[n] + b + 1] - cum[cum_off[n] + a]
+                for side in range(2):
+                    if (side == 0 and cnt < b - a + 1) or (side == 1 and cnt > 0):
+                        st_node[sp] = right[n] if side == 0 else left[n]
+                        st_depth[sp] = top
+                        st_slot[sp] = -1
+                        st_acc[sp] = acc
+                        sp += 1
+                continue
+            here = _cmin(s, a, b, cost_off, cost, origin, unimodal)
+            c = cut[n]
+            for side in range(2):  # side 0: cells below the cut, side 1: from the cut on
+                na, nb = (a, min(b, c - 1)) if side == 0 else (max(a, c), b)
+                if na > nb:
+                    continue
+                extra = acc + _cmin(s, na, nb, cost_off, cost, origin, unimodal) - here
+                if extra > budget:
+                    continue
+                goes_left = (side == 0) == (kind[n] == 1)
+                st_node[sp] = left[n] if goes_left else right[n]
+                st_depth[sp] = top
+                st_slot[sp] = s
+                st_lo[sp] = na
+                st_hi[sp] = nb
+                st_acc[sp] = extra
                 sp += 1
-            if cnt < hi[s] - lo[s] + 1:
-                stack[sp] = right[n]
-                sp += 1
+        while top > 0:
+            top -= 1
+            if log_slot[top] >= 0:
+                cur_lo[log_slot[top]] = log_lo[top]
+                cur_hi[log_slot[top]] = log_hi[top]
         for r in range(R):
             ub[r] += best[r]
     return _meets(ub, lower, any_of)
 
 
 @njit(cache=True)
-def _point_ok(pt, roots, left, right, slot, fixed_left, cum_off, cum, leaf_score, const, lower, any_of, val):
+def _point_ok(pt, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score, const, lower,
+              any_of, val):
     R = const.shape[0]
     for r in range(R):
         val[r] = const[r]
@@ -110,7 +189,11 @@ def _point_ok(pt, roots, left, right, slot, fixed_left, cum_off, cum, leaf_score
             s = slot[n]
             if s < 0:
                 n = left[n] if fixed_left[n] else right[n]
-            elif _left_count(cum, cum_off[n], pt[s], pt[s]) > 0:
+            elif kind[n] == 1:
+                n = left[n] if pt[s] < cut[n] else right[n]
+            elif kind[n] == 2:
+                n = left[n] if pt[s] >= cut[n] else right[n]
+            elif cum[cum_off[n] + pt[s] + 1] > cum[cum_off[n] + pt[s]]:
                 n = left[n]
             else:
                 n = right[n]
@@ -134,12 +217,15 @@ def _banned(lo, hi, origin, banned, n_banned):
 
 @njit(cache=True)
 def _search(lo_st, hi_st, lb_st, sp_box, budget, best, best_pt, roots, left, right, slot, fixed_left,
-            cum_off, cum, leaf_score, const, lower, any_of, cost_off, cost, origin, banned, n_banned):
+            cum_off, cum, kind, cut, leaf_score, const, lower, any_of, cost_off, cost, origin, unimodal,
+            banned, n_banned):
     """Search up to ``budget`` boxes from the stack; return (new stack size, boxes searched)."""
     F = lo_st.shape[1]
     pt = np.empty(F, np.int64)
     ub = np.empty(const.shape[0])
-    tree_stack = np.empty(left.shape[0] + 1, np.int64)
+    m = left.shape[0] + 1
+    work = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
+            np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64))
     sp = sp_box
     done = 0
     while sp > 0 and done < budget:
@@ -151,15 +237,17 @@ def _search(lo_st, hi_st, lb_st, sp_box, budget, best, best_pt, roots, left, rig
         hi = hi_st[sp].copy()
         if n_banned > 0 and _banned(lo, hi, origin, banned, n_banned):
             continue
-        if not _bound_ok(lo, hi, roots, left, right, slot, fixed_left, cum_off, cum, leaf_score, const,
-                         lower, any_of, ub, tree_stack):
+        lb = _cheapest(lo, hi, cost_off, cost, origin, unimodal, pt)
+        if lb >= best[0]:
             continue
-        lb = _cheapest(lo, hi, cost_off, cost, pt)
-        if _point_ok(pt, roots, left, right, slot, fixed_left, cum_off, cum, leaf_score, const, lower,
-                     any_of, ub):
-            if lb < best[0]:
-                best[0] = lb
-                best_pt[:] = pt
+        if _point_ok(pt, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score, const,
+                     lower, any_of, ub):
+            best[0] = lb
+            best_pt[:] = pt
+            continue
+        room = best[0] - lb + 1e-9 * (1.0 + lb) if np.isfinite(best[0]) else np.inf
+        if not _bound_ok(lo, hi, room, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut,
+                         leaf_score, const, lower, any_of, ub, cost_off, cost, origin, unimodal, work):
             continue
         wide = -1
         width = 0
@@ -175,8 +263,8 @@ def _search(lo_st, hi_st, lb_st, sp_box, budget, best, best_pt, roots, left, rig
         a_hi[wide] = mid
         b_lo = lo.copy()
         b_lo[wide] = mid + 1
-        lb_a = _cheapest(lo, a_hi, cost_off, cost, pt)
-        lb_b = _cheapest(b_lo, hi, cost_off, cost, pt)
+        lb_a = _cheapest(lo, a_hi, cost_off, cost, origin, unimodal, pt)
+        lb_b = _cheapest(b_lo, hi, cost_off, cost, origin, unimodal, pt)
         if sp + 2 > lo_st.shape[0]:
             return -1, done
         if lb_a <= lb_b:
@@ -189,6 +277,45 @@ def _search(lo_st, hi_st, lb_st, sp_box, budget, best, best_pt, roots, left, rig
     return sp, done
 
 
+def _routing(ens, coded: np.ndarray, nodes: np.ndarray):
+    """How each split of ``nodes`` routes a feature's cells (points ``coded``, as the trees
+    see them): (kind, cut, [(node, way)] for the splits of kind 0). Kind 1: the cells going
+    left are the first ``cut``; 2: those from ``cut`` on; 0: neither (``way``, per cell).
+
+    A plain threshold split on cells in increasing order sends a prefix left: its cut is a
+    binary search. Any other split (categorical sets, zero read as missing, an empty cell
+    among the points) is read cell by cell from the trees' own rule, in chunks."""
+    kind = np.zeros(len(nodes), np.int64)
+    cut = np.zeros(len(nodes), np.int64)
+    ways = []
+    C = len(coded)
+    plain = ens.cat_start[nodes] < 0
+    if not (np.all(np.isfinite(coded)) and np.all(np.diff(coded) > 0)):
+        plain[:] = False
+    kind[plain] = 1
+    cut[plain] = np.searchsorted(coded, ens.threshold[nodes[plain]], side="right")
+    rest = np.flatnonzero(~plain)
+    step = max(1, 2_000_000 // max(C, 1))
+    for i in range(0, len(rest), step):
+        part = rest[i:i + step]
+        W = np.asarray(ens.goes_left(np.tile(coded, len(part)), np.repeat(nodes[part], C)), bool)
+        W = W.reshape(len(part), C)
+        k = W.sum(axis=1)
+        pos = np.arange(C)[None, :]
+        pre = (W == (pos < k[:, None])).all(axis=1)
+        suf = (W == (pos >= C - k[:, None])).all(axis=1)
+        kind[part] = np.where(pre, 1, np.where(suf, 2, 0))
+        cut[part] = np.where(pre, k, np.where(suf, C - k, 0))
+        ways.extend((int(nodes[q]), W[r]) for r, q in enumerate(part) if not (pre[r] or suf[r]))
+    return kind, cut, ways
+
+
+def _unimodal(cost: np.ndarray, m: int) -> bool:
+    """Whether the costs fall to cell ``m`` (the cheapest) and rise after it."""
+    return bool(np.all(np.diff(cost[:m + 1]) <= 0) and np.all(np.diff(cost[m:]) >= 0)
+                and cost[m] <= cost.min())
+
+
 class BoxSearch:
     """The search of one row: the compiled arrays, built once; :meth:`solve` per answer."""
 
@@ -198,23 +325,29 @@ class BoxSearch:
         self.cells = cells
         slot_of = {j: s for s, j in enumerate(free)}
         n_nodes = len(ens.feature)
-        internal = ens.left >= 0
         self.slot = np.full(n_nodes, -1, np.int64)
         self.fixed_left = np.zeros(n_nodes, np.bool_)
         self.cum_off = np.zeros(n_nodes, np.int64)
-        chunks, off = [], 0
-        for node in np.nonzero(internal)[0]:
-            j = int(ens.feature[node])
-            c = cells[j]
-            way = np.asarray(ens.goes_left(c.coded, np.full(len(c.coded), node)), bool)
-            if j in slot_of:
-                self.slot[node] = slot_of[j]
+        self.kind = np.zeros(n_nodes, np.int64)  # 1: the left cells are a prefix, 2: a suffix, 0: neither
+        self.cut = np.zeros(n_nodes, np.int64)   # where the prefix ends / the suffix starts
+        chunks, off = [np.zeros(1, np.int64)], 1
+        internal = np.flatnonzero(ens.left >= 0)
+        on = ens.feature[internal]
+        for j, c in cells.items():
+            nodes = internal[on == j]
+            if not len(nodes):
+                continue
+            if j not in slot_of:
+                self.fixed_left[nodes] = ens.goes_left(np.full(len(nodes), c.coded[c.origin]), nodes)
+                continue
+            self.slot[nodes] = slot_of[j]
+            kind, cut, ways = _routing(ens, c.coded, nodes)
+            self.kind[nodes], self.cut[nodes] = kind, cut
+            for node, way in ways:  # the few splits whose left cells are no one stretch
                 self.cum_off[node] = off
                 chunks.append(np.concatenate([[0], np.cumsum(way)]).astype(np.int64))
                 off += len(way) + 1
-            else:
-                self.fixed_left[node] = bool(way[c.origin])
-        self.cum = np.concatenate(chunks) if chunks else np.zeros(1, np.int64)
+        self.cum = np.concatenate(chunks)
         W = np.asarray([w for w, _ in goal_rows], float).reshape(len(goal_rows), -1)
         self.lower = np.asarray([lo for _, lo in goal_rows], float)
         self.leaf_score = np.ascontiguousarray(ens.scale * (ens.value @ W.T))
@@ -230,9 +363,27 @@ class BoxSearch:
             [cells[j].cost + np.where(np.arange(len(cells[j].cost)) == cells[j].origin, 0.0, tie)
              for j in free]) if free else np.zeros(0)
         self.origin = np.asarray([cells[j].origin for j in free], np.int64)
+        self.unimodal = np.asarray([_unimodal(self.cost[o:o + k], m) for o, k, m in
+                                    zip(self.cost_off, sizes, self.origin)], np.bool_)
         self.ncell = np.asarray(sizes, np.int64)
         self.banned = np.zeros((0, len(free)), np.bool_)
         self.boxes = 0
+
+    def _run(self, lo_st, hi_st, lb_st, args, t0: float, seconds: float):
+        """Search the stack in slices until it empties or the time is up: (stack size, stopped)."""
+        sp, size = 1, 256
+        while sp > 0:
+            t = time.perf_counter()
+            sp, done = _search(lo_st, hi_st, lb_st, sp, size, *args)
+            self.boxes += done
+            if sp < 0:  # pragma: no cover - the stack holds 2 boxes per cut; cuts are few
+                raise RuntimeError("counterfactual search stack overflow")
+            now = time.perf_counter()
+            if sp > 0 and now - t0 > seconds:
+                return sp, True
+            if done == size:  # slices of about SLICE_SECONDS, so the time limit is checked often
+                size = int(min(max(size * SLICE_SECONDS / max(now - t, 1e-6), 64), 1 << 20))
+        return sp, False
 
     def forbid(self, changed: list[int]):
         row = np.asarray([j in changed for j in self.free], np.bool_)
@@ -244,26 +395,30 @@ class BoxSearch:
         lo_st = np.zeros((STACK, F), np.int64)
         hi_st = np.zeros((STACK, F), np.int64)
         lb_st = np.zeros(STACK)
-        hi_st[0] = self.ncell - 1
-        lb_st[0] = 0.0
-        sp = 1
         best = np.asarray([np.inf])
         best_pt = np.zeros(F, np.int64)
         banned = np.ascontiguousarray(self.banned) if len(self.banned) else np.zeros((1, F), np.bool_)
         args = (best, best_pt, self.roots, self.left, self.right, self.slot, self.fixed_left, self.cum_off,
-                self.cum, self.leaf_score, self.const, self.lower, self.any_of, self.cost_off, self.cost,
-                self.origin, banned, len(self.banned))
+                self.cum, self.kind, self.cut, self.leaf_score, self.const, self.lower, self.any_of,
+                self.cost_off, self.cost, self.origin, self.unimodal, banned, len(self.banned))
         _search(lo_st, hi_st, lb_st, 0, 0, *args)  # compiles on a first call: not time spent searching
         t0 = time.perf_counter()
-        while sp > 0:
-            sp, done = _search(lo_st, hi_st, lb_st, sp, SLICE, *args)
-            self.boxes += done
-            if sp < 0:  # pragma: no cover - the stack holds 2 boxes per cut; cuts are few
-                raise RuntimeError("counterfactual search stack overflow")
-            if sp > 0 and time.perf_counter() - t0 > seconds:
+        far = float(sum(self.cost[o:o + k].max() for o, k in zip(self.cost_off, self.ncell))) if F else 0.0
+        cap = FIRST_CAP
+        while True:
+            # a pass: every box nearer than ``cap`` (an answer found lowers it); the bound's
+            # budget makes a small cap cheap, and a pass that finds an answer proves it nearest
+            cap = cap if cap <= far else np.inf
+            best[0] = cap
+            hi_st[0] = self.ncell - 1
+            lo_st[0] = 0
+            lb_st[0] = 0.0
+            sp, stopped = self._run(lo_st, hi_st, lb_st, args, t0, seconds)
+            if best[0] < cap or not np.isfinite(cap) or stopped:
                 break
+            cap *= CAP_GROWTH
         proven = sp == 0
-        if not np.isfinite(best[0]):
+        if not best[0] < cap:
             return None, proven
         if proven:
             gap = 0.0
