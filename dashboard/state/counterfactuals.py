@@ -9,7 +9,7 @@ import pandas as pd
 from explainers.counterfactuals import same_value
 
 from .context import ModelContext
-from .session import set_value
+from .session import set_value, value
 from .worker import in_worker
 
 #: the target of a multiclass classifier when no class is picked
@@ -19,6 +19,8 @@ TIME_LIMITS = [2, 10, 30, 60]
 #: what the page's controls are called (URL parameters in session.CONTROLS)
 RUN, TARGET, FIXED, LIMITED, COUNT, SECONDS = ("cf_run", "cf_target", "cf_fixed", "cf_limit", "cf_n",
                                               "cf_seconds")
+#: the search the What-if page last showed (model key, find's arguments): the report's section
+LAST = "cf_last_shown"
 
 
 def predicted_label(ctx: ModelContext, row: int) -> str | None:
@@ -92,6 +94,31 @@ def find(ctx: ModelContext, row: int, target, fixed: tuple, ranges: tuple, n: in
     return in_worker(key, compute, notice)
 
 
+def remember(ctx: ModelContext, *args) -> None:
+    """Note the search the What-if page shows (``find``'s arguments after ``ctx``), for the report."""
+    set_value(LAST, (ctx.key, args))
+
+
+def report_section(ctx: ModelContext):
+    """The report's part for the counterfactuals the What-if page shows (its row and settings),
+    or None when that page has shown none for this model."""
+    from dashboard import report
+
+    last = value(LAST)
+    if not last or last[0] != ctx.key:
+        return None
+    row, target, fixed, ranges, n, seconds = last[1]
+    res = find(ctx, row, target, fixed, ranges, n, seconds)
+    if res.messages[0] or not len(res.counterfactuals[0]):
+        return report.Section(f"What would change the prediction of row {row}",
+                              res.messages[0] or "No counterfactual was found.")
+    kept = f"; kept fixed: {', '.join(map(str, fixed))}" if fixed else ""
+    caption = (f"To reach {res.targets[0]}{kept}. " + status_line(res, seconds).replace("**", "")
+               + " Distance: the sum of each change divided by the feature's median absolute deviation.")
+    return report.Section(f"What would change the prediction of row {row}", caption,
+                          table=changes_frame(ctx, res).set_index("#"))
+
+
 def _shown(v) -> str:
     from dashboard.figures.style import fmt_number
 
@@ -132,7 +159,7 @@ def status_line(res, seconds: float) -> str:
                 "the prediction holds): valid, not proven nearest.")
     if res.optimal[0]:
         how = ("the tree's leaves enumerated" if res.method == "tree enumeration"
-               else "the trees' cells searched exhaustively by branch and bound")
+               else "proven by an exact search over the trees' cells")
         return (f"The first is **optimal**: no allowed change is nearer ({how}); each later one is the "
                 "nearest that changes a different set of features.")
     gap = res.gaps[0]

@@ -30,13 +30,15 @@ def _with_segments(ctx: ModelContext, built, wanted):
     from dashboard import report
 
     from .compare import report_sections as compare_sections
+    from .counterfactuals import report_section as cf_section
     from .segment_views import report_section
 
     if not any(wanted):
         return built
     sections, notices = [], []
-    for what, make in (("Segments", lambda: [report_section(ctx)]), ("The model comparison",
-                                                                     lambda: compare_sections(ctx))):
+    for what, make in (("Segments", lambda: [report_section(ctx)]),
+                       ("The model comparison", lambda: compare_sections(ctx)),
+                       ("The counterfactuals", lambda: [cf_section(ctx)])):
         try:
             sections += [sec for sec in make() if sec is not None]
         except Exception as exc:

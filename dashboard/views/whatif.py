@@ -138,7 +138,9 @@ else:
     target = c1.selectbox(f"Reach (row {row} is predicted '{md(cf_state.predicted_label(ctx, row))}')", choices,
                           **state.bind(cf_state.TARGET, choices[0], options=choices))
 n_cf = int(c2.number_input("How many", 1, 5, **state.bind(cf_state.COUNT, 3, valid=lambda v: 1 <= v <= 5)))
-seconds = c3.selectbox("Time limit (s) per answer", cf_state.TIME_LIMITS,
+seconds = c3.selectbox("Time limit (s)", cf_state.TIME_LIMITS,
+                       help="For the row's answers together: the search stops then and shows what it has "
+                            "found.",
                        **state.bind(cf_state.SECONDS, 10, options=cf_state.TIME_LIMITS))
 columns = list(ctx.X.columns)
 fixed = st.multiselect("Keep fixed", columns, help="Features the counterfactuals never change (age, say).",
@@ -165,15 +167,17 @@ for i, col in enumerate(limited):
         ranges.append((col, tuple(picked)))
 if not state.value(cf_state.RUN, False):
     st.button("Find counterfactuals", type="primary",
-              help=f"Searches up to {seconds} s per answer; tree models usually finish in well under a second.",
+              help=f"Searches up to {seconds} s for the row; tree models usually finish in well under a second.",
               on_click=state.set_value, args=(cf_state.RUN, True))
 else:
+    asked = (row, target if isinstance(target, str) else tuple(target), tuple(fixed), tuple(ranges), n_cf,
+             float(seconds))
     try:
-        cf = cf_state.find(ctx, row, target if isinstance(target, str) else tuple(target), tuple(fixed),
-                           tuple(ranges), n_cf, float(seconds), notice=widgets.Working("Searching for counterfactuals…"))
+        cf = cf_state.find(ctx, *asked, notice=widgets.Working("Searching for counterfactuals…"))
     except Exception as exc:
         widgets.show_error(exc)
         st.stop()
+    cf_state.remember(ctx, *asked)  # the report shows the same
     if cf.messages[0]:
         st.info(md(cf.messages[0]))
     else:

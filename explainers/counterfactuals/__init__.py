@@ -188,9 +188,11 @@ def counterfactuals(model, X, rows, *, target=None, fixed=(), ranges=None, n: in
     progress : callable, optional
         Called as ``progress(done, total)`` after each row.
     solver : {"auto", "bnb", "milp", "search"}
-        Tree models: "bnb" (the default), the compiled branch and bound over the trees'
-        cells; "milp", the mixed-integer program solved by HiGHS (both exact);
-        "search", the model-agnostic search. Other models always use "search".
+        Tree models: "bnb", the compiled branch and bound over the trees' cells; "milp", the
+        mixed-integer program solved by HiGHS (both exact); "auto" (the default), the branch
+        and bound, and HiGHS, started from its best answer, where it has not proven an answer
+        in a fifth of the time (HiGHS is the faster on boosting over many features); "search",
+        the model-agnostic search. Other models always use "search".
     """
     if solver not in ("auto", "bnb", "milp", "search"):
         raise param_error("solver", "counterfactuals", "'auto', 'bnb', 'milp' or 'search'", solver)
@@ -209,7 +211,7 @@ def counterfactuals(model, X, rows, *, target=None, fixed=(), ranges=None, n: in
     if ens is None and solver in ("bnb", "milp"):
         raise InvalidParameterError(f"solver={solver!r} solves tree models; {why}. Use solver='auto'.")
     problem = build_problem(adapter, frame, fixed, ranges, _model_categories(ens, frame) if ens is not None else None)
-    exact = "milp" if solver == "milp" else "bnb"
+    exact = solver if solver in ("bnb", "milp") else "auto"
     method = "search" if ens is None else ("tree enumeration" if ens.n_trees == 1 else
                                            "tree MILP (HiGHS)" if exact == "milp" else "tree branch and bound")
     notes = list(problem.notes)
@@ -225,12 +227,17 @@ def counterfactuals(model, X, rows, *, target=None, fixed=(), ranges=None, n: in
         from ._trees import layout
 
         lay = layout(ens)
+    used: set = set()
     for done, row in enumerate(rows):
         t0 = time.perf_counter()
-        _one_row(problem, ens, lay, row, target, n, float(time_limit), rng, res, exact)
+        _one_row(problem, ens, lay, row, target, n, float(time_limit), rng, res, (exact, used))
         res.seconds.append(time.perf_counter() - t0)
         if progress is not None:
             progress(done + 1, len(rows))
+    if exact == "auto" and "milp" in used:
+        res.method = "tree branch and bound, then MILP (HiGHS)"
+        res.notes.append("HiGHS's mixed-integer program took over where the branch and bound had not proven an "
+                         "answer in a fifth of the time limit, starting from its best answer.")
     return res
 
 
@@ -315,7 +322,7 @@ def _apply(problem: Problem, row: int, cells: dict, chosen: dict) -> dict:
     return frame_like(problem, cols)
 
 
-def _tree_answers(problem: Problem, ens, lay, row: int, goal: Target, n: int, time_limit: float, exact: str):
+def _tree_answers(problem: Problem, ens, lay, row: int, goal: Target, n: int, time_limit: float, exact: tuple):
     """(valid answers, their predict, their outputs, first proven nearest, gap) of one row."""
     from ._trees import solve_row
 
@@ -324,7 +331,7 @@ def _tree_answers(problem: Problem, ens, lay, row: int, goal: Target, n: int, ti
     t0 = time.perf_counter()
     for attempt in range(3):
         left = time_limit - (time.perf_counter() - t0)
-        answers, none = solve_row(ens, lay, cells, goal, n, max(left, 0.05), eps, exact)
+        answers, none = solve_row(ens, lay, cells, goal, n, max(left, 0.05), eps, *exact)
         if not answers:
             return problem.frame.iloc[[]], [], [], none, 0.0 if none else np.nan
         frames = [_apply(problem, row, cells, chosen) for chosen, _, _ in answers]

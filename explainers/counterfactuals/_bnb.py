@@ -204,14 +204,22 @@ def _point_ok(pt, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut,
 
 @njit(cache=True)
 def _banned(lo, hi, origin, banned, n_banned):
+    """Whether the box changes every feature of an earlier answer (diversity forbids it); where
+    only one feature of an earlier answer can still keep its value, it is pinned to it."""
     for b in range(n_banned):
-        all_out = True
+        keep = -1
+        n_keep = 0
         for f in range(lo.shape[0]):
             if banned[b, f] and lo[f] <= origin[f] and origin[f] <= hi[f]:
-                all_out = False
-                break
-        if all_out:
+                keep = f
+                n_keep += 1
+                if n_keep > 1:
+                    break
+        if n_keep == 0:
             return True
+        if n_keep == 1:
+            lo[keep] = origin[keep]
+            hi[keep] = origin[keep]
     return False
 
 
@@ -275,6 +283,100 @@ def _search(lo_st, hi_st, lb_st, sp_box, budget, best, best_pt, roots, left, rig
             lo_st[sp + 1], hi_st[sp + 1], lb_st[sp + 1] = b_lo, hi, lb_b
         sp += 2
     return sp, done
+
+
+@njit(cache=True)
+def _slack(pt, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score, const, lower, any_of,
+           val):
+    """How far the point's outputs are past the target (>= 0: it is reached)."""
+    _point_ok(pt, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score, const, lower,
+              any_of, val)
+    out = -np.inf if any_of else np.inf
+    for r in range(val.shape[0]):
+        d = val[r] - lower[r]
+        out = max(out, d) if any_of else min(out, d)
+    return out
+
+
+@njit(cache=True)
+def _banned_point(pt, origin, banned, n_banned):
+    """Whether the point changes every feature of an earlier answer (diversity forbids it)."""
+    for b in range(n_banned):
+        every = True
+        for f in range(pt.shape[0]):
+            if banned[b, f] and pt[f] == origin[f]:
+                every = False
+                break
+        if every:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _greedy(pt, ncell, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score, const, lower,
+            any_of, cost_off, cost, banned, n_banned, steps):
+    """A first answer from the row's own cells (``pt``, changed in place): each step takes the
+    one-feature move that reaches the target at least cost, else the one that gains the most
+    per unit of cost; then each changed feature is moved back toward its own value as far as
+    the target holds. Returns the answer's distance, or inf when the moves stall."""
+    F = pt.shape[0]
+    origin = pt.copy()
+    val = np.empty(const.shape[0])
+    now = _slack(pt, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score, const, lower,
+                 any_of, val)
+    for _ in range(steps):
+        if now >= 0:
+            break
+        reach_f, reach_k, reach_c = -1, -1, np.inf
+        gain_f, gain_k, gain_r = -1, -1, 0.0
+        for f in range(F):
+            keep = pt[f]
+            base = cost[cost_off[f] + keep]
+            for k in range(ncell[f]):
+                if k == keep:
+                    continue
+                pt[f] = k
+                if n_banned > 0 and _banned_point(pt, origin, banned, n_banned):
+                    continue
+                sl = _slack(pt, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score, const,
+                            lower, any_of, val)
+                dc = cost[cost_off[f] + k] - base
+                if sl >= 0:
+                    if dc < reach_c:
+                        reach_f, reach_k, reach_c = f, k, dc
+                elif sl > now:
+                    r = (sl - now) / max(dc, 1e-12)
+                    if r > gain_r:
+                        gain_f, gain_k, gain_r = f, k, r
+            pt[f] = keep
+        if reach_f >= 0:
+            pt[reach_f] = reach_k
+        elif gain_f >= 0:
+            pt[gain_f] = gain_k
+        else:
+            return np.inf
+        now = _slack(pt, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score, const, lower,
+                     any_of, val)
+    if now < 0:
+        return np.inf
+    for f in range(F):  # back toward the row's own value, nearest cell first, while the target holds
+        if pt[f] == origin[f]:
+            continue
+        keep = pt[f]
+        step = 1 if keep > origin[f] else -1
+        k = origin[f]
+        while k != keep:
+            pt[f] = k
+            if not (n_banned > 0 and _banned_point(pt, origin, banned, n_banned)) and _slack(
+                    pt, roots, left, right, slot, fixed_left, cum_off, cum, kind, cut, leaf_score, const, lower,
+                    any_of, val) >= 0:
+                break
+            k += step
+        pt[f] = k
+    total = 0.0
+    for f in range(F):
+        total += cost[cost_off[f] + pt[f]]
+    return total
 
 
 def _routing(ens, coded: np.ndarray, nodes: np.ndarray):
@@ -385,6 +487,19 @@ class BoxSearch:
                 size = int(min(max(size * SLICE_SECONDS / max(now - t, 1e-6), 64), 1 << 20))
         return sp, False
 
+    def warm(self):
+        """Compile the searches (a first call in a process), so that is not time spent searching."""
+        F = len(self.free)
+        box = np.zeros((1, F), np.int64)
+        no = np.zeros((1, F), np.bool_)
+        _search(box, box, np.zeros(1), 0, 0, np.asarray([np.inf]), np.zeros(F, np.int64), self.roots, self.left,
+                self.right, self.slot, self.fixed_left, self.cum_off, self.cum, self.kind, self.cut,
+                self.leaf_score, self.const, self.lower, self.any_of, self.cost_off, self.cost, self.origin,
+                self.unimodal, no, 0)
+        _greedy(self.origin.copy(), self.ncell, self.roots, self.left, self.right, self.slot, self.fixed_left,
+                self.cum_off, self.cum, self.kind, self.cut, self.leaf_score, self.const, self.lower, self.any_of,
+                self.cost_off, self.cost, no, 0, 0)
+
     def forbid(self, changed: list[int]):
         row = np.asarray([j in changed for j in self.free], np.bool_)
         self.banned = np.vstack([self.banned, row[None, :]])
@@ -401,29 +516,41 @@ class BoxSearch:
         args = (best, best_pt, self.roots, self.left, self.right, self.slot, self.fixed_left, self.cum_off,
                 self.cum, self.kind, self.cut, self.leaf_score, self.const, self.lower, self.any_of,
                 self.cost_off, self.cost, self.origin, self.unimodal, banned, len(self.banned))
-        _search(lo_st, hi_st, lb_st, 0, 0, *args)  # compiles on a first call: not time spent searching
         t0 = time.perf_counter()
+        # a first answer, quickly: greedy moves of one feature at a time (inf when they stall)
+        g_pt = self.origin.copy()
+        g_dist = _greedy(g_pt, self.ncell, self.roots, self.left, self.right, self.slot, self.fixed_left,
+                         self.cum_off, self.cum, self.kind, self.cut, self.leaf_score, self.const, self.lower,
+                         self.any_of, self.cost_off, self.cost, banned, len(self.banned), 4 * F + 8) if F else np.inf
         far = float(sum(self.cost[o:o + k].max() for o, k in zip(self.cost_off, self.ncell))) if F else 0.0
         cap = FIRST_CAP
         while True:
             # a pass: every box nearer than ``cap`` (an answer found lowers it); the bound's
-            # budget makes a small cap cheap, and a pass that finds an answer proves it nearest
-            cap = cap if cap <= far else np.inf
+            # budget makes a small cap cheap, and a pass that finds an answer proves it nearest.
+            # The last pass starts from the greedy answer (or, without one, from no cap at all).
+            last = cap >= g_dist or cap > far
+            cap = g_dist if last else cap
             best[0] = cap
+            if last and np.isfinite(g_dist):
+                best_pt[:] = g_pt
             hi_st[0] = self.ncell - 1
             lo_st[0] = 0
             lb_st[0] = 0.0
             sp, stopped = self._run(lo_st, hi_st, lb_st, args, t0, seconds)
-            if best[0] < cap or not np.isfinite(cap) or stopped:
+            if best[0] < cap or last or stopped:
                 break
             cap *= CAP_GROWTH
         proven = sp == 0
-        if not best[0] < cap:
-            return None, proven
+        if not (best[0] < cap or (last and np.isfinite(g_dist))):
+            if stopped and np.isfinite(g_dist):  # the time ran out before the passes reached it
+                best[0] = g_dist
+                best_pt[:] = g_pt
+            else:
+                return None, proven
         if proven:
             gap = 0.0
         else:
-            open_lb = lb_st[:sp].min() if sp else best[0]
+            open_lb = min(lb_st[:sp].min(), cap) if sp else min(best[0], cap)
             gap = max(0.0, (best[0] - open_lb) / max(best[0], 1e-12))
         chosen = {j: c.origin for j, c in self.cells.items()}
         for s, j in enumerate(self.free):

@@ -141,6 +141,30 @@ class _Builder:
         self.rows.append((lower, upper, np.asarray(idx, np.int32), np.asarray(val, np.float64)))
 
 
+_HIGHS_QUIET: list = []
+
+
+def _quiet_highs(highspy):
+    """A Highs object; the first of the process is made with the standard output closed, as it
+    prints a banner there whatever its options (later ones print nothing)."""
+    if _HIGHS_QUIET:
+        return highspy.Highs()
+    import os
+    import sys
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    _HIGHS_QUIET.append(True)
+    return h
+
+
 class TreeProgram:
     """The program of one row; :meth:`solve` returns the next answer (or None)."""
 
@@ -148,7 +172,7 @@ class TreeProgram:
         import highspy
 
         self.ens, self.lay, self.cells = ens, lay, cells
-        self.h = highspy.Highs()
+        self.h = _quiet_highs(highspy)
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("mip_rel_gap", 1e-7)
         self.h.setOptionValue("mip_abs_gap", 1e-9)
@@ -281,6 +305,15 @@ class TreeProgram:
         h.addRows(len(b.rows), lower, upper, len(idx), starts, idx, val)
         self.size = (n, len(b.rows), len(idx))
 
+    def seed(self, chosen: dict):
+        """Start the solver from an answer (its cells; HiGHS completes the leaves)."""
+        idx, val = [], []
+        for j, cols in self.mu.items():
+            idx.extend(int(c) for c in cols)
+            val.extend(1.0 if i == chosen[j] else 0.0 for i in range(len(cols)))
+        if idx:
+            self.h.setSolution(len(idx), np.asarray(idx, np.int32), np.asarray(val, np.float64))
+
     def forbid(self, changed: list[int]):
         """Later answers keep at least one of these features at its own value."""
         import highspy
@@ -405,30 +438,56 @@ def goal_rows(ens, target, eps: float):
     return list(g.rows) + [(-w, -upper) for w, upper in g.upper], False
 
 
-def solve_row(ens, lay, cells: dict, target, n: int, time_limit: float, eps: float, solver: str = "bnb"):
+#: "auto": the branch and bound alone for this share of the time (at least AUTO_BNB_SECONDS);
+#: unproven by then, HiGHS takes the rest, started from its best answer
+AUTO_BNB_SHARE = 0.2
+AUTO_BNB_SECONDS = 1.0
+
+
+def _distance(cells: dict, chosen: dict) -> float:
+    return float(sum(c.cost[chosen[j]] + (TIE if chosen[j] != c.origin else 0.0) for j, c in cells.items()))
+
+
+def solve_row(ens, lay, cells: dict, target, n: int, time_limit: float, eps: float, solver: str = "auto",
+              used: set | None = None):
     """Up to n answers for one row, and whether no answer at all is proven:
     (list of (chosen cells, optimal, gap), proven_none).
 
-    ``solver``: "bnb", the compiled branch and bound (:mod:`._bnb`), or "milp", the
-    mixed-integer program solved by HiGHS. A single tree is always enumerated.
+    ``solver``: "bnb", the compiled branch and bound (:mod:`._bnb`); "milp", the mixed-integer
+    program solved by HiGHS; "auto", the branch and bound first (it is fastest on forests and on
+    few features) and, where it has not proven an answer in its share of the time, HiGHS (fastest
+    on boosting over many features) with the rest, seeded with the best answer so far. A single
+    tree is always enumerated. ``used`` (a set) collects the kinds of solver that ran.
     """
     if ens.n_trees == 1:
         got = enumerate_tree(ens, lay, cells, target, eps, n)
         return [(chosen, True, 0.0) for chosen, _ in got], not got
-    if solver == "bnb":
-        from ._bnb import BoxSearch
+    programs: dict = {}
+    forbidden: list = []
 
-        rows, any_of = goal_rows(ens, target, eps)
-        prog = BoxSearch(ens, cells, rows, any_of, TIE)
-    else:
-        prog = TreeProgram(ens, lay, cells, target, eps)
+    def program(kind: str):
+        if kind not in programs:
+            if kind == "bnb":
+                from ._bnb import BoxSearch
+
+                rows, any_of = goal_rows(ens, target, eps)
+                programs[kind] = BoxSearch(ens, cells, rows, any_of, TIE)
+                programs[kind].warm()
+            else:
+                programs[kind] = TreeProgram(ens, lay, cells, target, eps)
+            for changed in forbidden:
+                programs[kind].forbid(changed)
+            if used is not None:
+                used.add(kind)
+        return programs[kind]
+
     out = []
     t0 = time.perf_counter()
     for _ in range(n):
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        got, none = prog.solve(left)
+        got, none = _answer(program, cells, solver, left)
         if got is None:
             if not out:
                 return out, none
@@ -438,8 +497,30 @@ def solve_row(ens, lay, cells: dict, target, n: int, time_limit: float, eps: flo
         changed = [j for j, i in chosen.items() if i != cells[j].origin]
         if not changed:
             break
-        prog.forbid(changed)
+        forbidden.append(changed)
+        for prog in programs.values():
+            prog.forbid(changed)
     return out, False
+
+
+def _answer(program, cells: dict, solver: str, seconds: float):
+    """The next answer (chosen cells, optimal, gap) or None, and whether none is proven."""
+    if solver != "auto":
+        return program(solver).solve(seconds)
+    t = time.perf_counter()
+    got, none = program("bnb").solve(min(seconds, max(AUTO_BNB_SECONDS, AUTO_BNB_SHARE * seconds)))
+    rest = seconds - (time.perf_counter() - t)
+    if none or (got is not None and got[1]) or rest < 0.1:
+        return got, none
+    milp = program("milp")
+    if got is not None:
+        milp.seed(got[0])
+    other, none2 = milp.solve(rest)
+    if other is None:
+        return (got, False) if got is not None else (None, none2)
+    if got is None or _distance(cells, other[0]) <= _distance(cells, got[0]) + 1e-12:
+        return other, none2
+    return got, False
 
 
 __all__ = ["Cells", "layout", "solve_row", "enumerate_tree", "TreeProgram", "goal_for"]

@@ -1,6 +1,9 @@
 """What-if page: "What would change the prediction?" finds counterfactuals of the row, shows only
 their changed cells, and loads one into the editor, whose prediction then reaches the target."""
+from html.parser import HTMLParser
+
 import numpy as np
+import pandas as pd
 
 from dashboard import state
 from dashboard.state import counterfactuals as cf_state
@@ -50,3 +53,56 @@ def test_all_fixed_says_so():
     at.multiselect(key=cf_state.FIXED).set_value(list(at.multiselect(key=cf_state.FIXED).options)).run()
     at = _find(at)
     assert any("fixed" in i.value for i in at.info), [i.value for i in at.info]
+
+
+
+def test_the_report_holds_the_rows_counterfactuals():
+    """After a search on the What-if page, the report has a part with the same table (same row,
+    settings and answers); before one, it has none."""
+    at = open_page("views/report.py")
+    assert not any("What would change the prediction" in m.value for m in at.markdown)
+    at.switch_page("views/whatif.py").run()
+    at = _find(at)
+    shown = at.dataframe[-1].value
+    at.switch_page("views/report.py").run()
+    assert not at.exception, at.exception
+    assert any("What would change the prediction of row 0" in m.value for m in at.markdown)
+    at.toggle(key="rep_show").set_value(True).run()
+    doc = at.get("iframe")[0].proto.srcdoc
+    part = doc[doc.index("What would change the prediction of row 0"):]
+    table = _html_table(part[:part.index("</table>") + 8])
+    assert len(table) == len(shown)
+    np.testing.assert_allclose(table["distance"].to_numpy(float), shown["distance"].to_numpy(float), rtol=1e-3)
+    feats = [c for c in shown.columns if c not in ("#", "distance", "features changed", "prediction")]
+    assert feats
+    for c in feats:
+        assert list(table[c]) == list(shown[c])
+
+
+def _html_table(text: str) -> pd.DataFrame:
+    """The first table of an HTML fragment (header cells, then body rows), by the standard library."""
+    rows, cells = [], []
+
+    class Reader(HTMLParser):
+        cell = None
+
+        def handle_starttag(self, tag, attrs):
+            if tag in ("td", "th"):
+                self.cell = ""
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th"):
+                cells.append(self.cell.strip())
+                self.cell = None
+            elif tag == "tr":
+                rows.append(list(cells))
+                cells.clear()
+
+    Reader().feed(text)
+    # (a frame's index name is a header row of its own, blank past the first cell)
+    full = [r for r in rows if len(r) == max(map(len, rows)) and any(r[1:])]
+    return pd.DataFrame(full[1:], columns=full[0])
