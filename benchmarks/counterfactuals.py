@@ -244,9 +244,8 @@ def timed(fn, repeats: int, once_over: float = 10.0):
     return statistics.median(times), statistics.median(cpu), len(times), out
 
 
-SHORT = {"tree MILP (HiGHS)": "MILP", "tree branch and bound": "bSHORT = {"tree MILP (HiGHS)": "MILP", "tree branch and bound": "b&b", "tree branch and bound, then MILP (HiGHS)": "b&b+MILP",b",
-         "tree branch and bound, then MILP (HiGHS)": "b&b+MILP",
-         "tree enumeration": "enum", "search": "search"}
+SHORT = {"tree MILP (HiGHS)": "MILP", "tree branch and bound": "b&b",
+         "tree branch and bound, then MILP (HiGHS)": "b&b+MILP", "tree enumeration": "enum", "search": "search"}
 
 
 # ----------------------------------------------------------------- tables
