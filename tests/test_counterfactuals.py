@@ -1002,3 +1002,105 @@ def test_branch_and_bound_prunes_and_matches_the_cells_brute_force():
         # the work: far fewer boxes than the cells' combinations (about 30 of 1,320 here)
         assert 0 < bs.boxes < total / 4, (bs.boxes, total)
     assert total > 200
+
+
+def test_routing_of_every_split_is_the_trees_own_rule():
+    """The branch and bound reads a plain threshold split as a prefix of the cells (a binary
+    search) and any other (categorical sets, one-hot, missing values) cell by cell: for every
+    split on a free feature, the cells it sends left are exactly those the trees' rule does."""
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    from explainers.trees import flatten_model
+
+    XK, yk = _int_and_category()
+    models = [
+        (RandomForestClassifier(5, max_depth=6, random_state=0).fit(XL, YL), XL),
+        (xgb.XGBClassifier(n_estimators=8, max_depth=3, enable_categorical=True, tree_method="hist",
+                           max_cat_to_onehot=1, random_state=0, n_jobs=1).fit(XK, yk), XK),
+        (lgb.LGBMClassifier(n_estimators=8, num_leaves=6, min_data_per_group=5, cat_smooth=1, verbose=-1,
+                            random_state=0, n_jobs=1).fit(XK, yk), XK),
+    ]
+    kinds = set()
+    for model, X in models:
+        ens = flatten_model(model)
+        for row in rows_not(model, X, 1, 2):
+            bs, cells = _box_search(model, X, row, 1)
+            for node in np.flatnonzero(ens.left >= 0):
+                s = bs.slot[node]
+                if s < 0:
+                    continue
+                c = cells[bs.free[s]]
+                want = np.asarray(ens.goes_left(c.coded, np.full(len(c.coded), node)), bool)
+                k, cut, pos = bs.kind[node], bs.cut[node], np.arange(len(want))
+                got = (pos < cut if k == 1 else pos >= cut if k == 2 else
+                       np.diff(bs.cum[bs.cum_off[node]:bs.cum_off[node] + len(want) + 1]) > 0)
+                np.testing.assert_array_equal(got, want)
+                kinds.add(int(k))
+    assert {1, 2} <= kinds or {1, 0} <= kinds, kinds
+
+
+def test_greedy_first_answer_is_valid_and_never_nearer_than_the_optimum():
+    from explainers.counterfactuals._bnb import _greedy, _point_ok
+
+    rf = RandomForestClassifier(20, max_depth=5, random_state=0).fit(XL, YL)
+    seen = 0
+    for row in rows_not(rf, XL, 1, 6):
+        bs, cells = _box_search(rf, XL, row, 1)
+        pt = bs.origin.copy()
+        no = np.zeros((1, len(bs.free)), np.bool_)
+        args = (bs.roots, bs.left, bs.right, bs.slot, bs.fixed_left, bs.cum_off, bs.cum, bs.kind, bs.cut,
+                bs.leaf_score, bs.const, bs.lower, bs.any_of)
+        dist = _greedy(pt, bs.ncell, *args, bs.cost_off, bs.cost, no, 0, 4 * len(bs.free) + 8)
+        got, _ = bs.solve(60)
+        if not np.isfinite(dist):
+            continue
+        seen += 1
+        assert _point_ok(pt, *args, np.empty(len(bs.const)))
+        assert dist == pytest.approx(sum(bs.cost[o + k] for o, k in zip(bs.cost_off, pt)), abs=1e-12)
+        chosen, optimal, _ = got
+        best = sum(cells[j].cost[i] + (TIE if i != cells[j].origin else 0) for j, i in chosen.items())
+        assert optimal and best <= dist + 1e-12
+        # and the model's own predict agrees that the greedy point reaches the target
+        x = XL.iloc[[row]].copy()
+        for s, j in enumerate(bs.free):
+            x.iloc[0, j] = cells[j].values[pt[s]]
+        assert rf.predict(x.astype(XL.dtypes.to_dict()))[0] == 1
+    assert seen >= 4
+
+
+def test_a_search_stopped_at_once_returns_a_valid_answer_with_its_gap():
+    """No time at all: the greedy answer comes back, not proven, with a gap in [0, 1]."""
+    rf = RandomForestClassifier(30, max_depth=6, random_state=0).fit(XL, YL)
+    for row in rows_not(rf, XL, 1, 4):
+        bs, cells = _box_search(rf, XL, row, 1)
+        got, proven = bs.solve(0.0)
+        if got is None:
+            continue
+        chosen, optimal, gap = got
+        assert optimal == proven and (gap == 0) == optimal and 0 <= gap <= 1
+        x = XL.iloc[[row]].copy()
+        for j, i in chosen.items():
+            x.iloc[0, j] = cells[j].values[i]
+        assert rf.predict(x.astype(XL.dtypes.to_dict()))[0] == 1
+
+
+def test_auto_hands_an_unproven_answer_to_highs(monkeypatch):
+    """A branch and bound stopped at once (its greedy answer only, unproven): "auto" gets its
+    answers from HiGHS, seeded with that one; the same nearest distances as the branch and
+    bound alone, every answer exact, and labelled so."""
+    from explainers.counterfactuals import _bnb, _trees
+
+    gb = GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0).fit(XI, Y2)
+    rows = rows_not(gb, XI, 1, 3)
+    alone = counterfactuals(gb, XI, rows, target=1, solver="bnb", time_limit=60)
+    monkeypatch.setattr(_trees, "AUTO_BNB_SECONDS", 0.0)
+    monkeypatch.setattr(_trees, "AUTO_BNB_SHARE", 0.0)
+    monkeypatch.setattr(_bnb.BoxSearch, "_run", lambda self, *a: (1, True))  # stopped before any box
+    auto = counterfactuals(gb, XI, rows, target=1, time_limit=60)
+    assert auto.method == "tree branch and bound, then MILP (HiGHS)"
+    assert any("HiGHS" in note for note in auto.notes)
+    for i in range(len(rows)):
+        assert alone.optimal[i] and auto.optimal[i]
+        assert auto.distances[i][0] == pytest.approx(alone.distances[i][0], abs=1e-6)
+    _check_exact(gb, XI, rows, 1, auto, (), None, 3)  # every answer, against brute force
