@@ -42,6 +42,8 @@ def _free(problem: Problem):
 
 
 def _reached(problem: Problem, target: Target, rows: pd.DataFrame) -> np.ndarray:
+    if target.kind in ("class", "not_class"):  # a class: the model's own predict alone decides
+        return target.reached(np.asarray(problem.adapter.predict_labels(rows)), None)
     labels, values = problem.predict(rows)
     return target.reached(labels, values)
 
@@ -60,23 +62,39 @@ def frame_like(problem: Problem, cols: dict) -> pd.DataFrame:
 
 
 def _draw(problem, free, x: pd.Series, radius: float, rng, count: int) -> pd.DataFrame:
+    """``count`` candidates around ``x``: each changes a random set of the free features, its
+    radius (a random 50-100% of ``radius``) split among them by a flat Dirichlet draw, each
+    numeric change up or down at random, each category change to another allowed category."""
     cols = {name: np.repeat(np.asarray([x[name]], dtype=object), count) for name in problem.frame.columns}
     p = len(free)
     sizes = rng.integers(1, p + 1, size=count)
-    for i in range(count):
-        picked = rng.choice(p, size=sizes[i], replace=False)
-        share = rng.dirichlet(np.ones(len(picked))) * radius * rng.uniform(0.5, 1.0)
-        for k, s in zip(picked, share):
-            f = free[k]
-            old = x[f.name]
-            if f.kind == "categorical":
-                others = [a for a in f.allowed if not (a == old or str(a) == str(old))]
-                if others:
-                    cols[f.name][i] = others[rng.integers(len(others))]
-                continue
-            base = float(old) if not pd.isna(old) else float(rng.uniform(f.lo, f.hi))
-            v = float(np.clip(base + rng.choice([-1.0, 1.0]) * s * f.scale, f.lo, f.hi))
-            cols[f.name][i] = float(np.round(v)) if f.kind == "integer" else v
+    # a random subset of each size: the features ranked first by a random permutation per row
+    rank = np.argsort(rng.random((count, p)), axis=1).argsort(axis=1)
+    picked = rank < sizes[:, None]
+    weight = rng.exponential(1.0, (count, p)) * picked   # normalised: a flat Dirichlet over the picked
+    share = weight / weight.sum(axis=1, keepdims=True) * (radius * rng.uniform(0.5, 1.0, count))[:, None]
+    sign = rng.choice([-1.0, 1.0], size=(count, p))
+    pick_other = rng.random((count, p))
+    for k, f in enumerate(free):
+        on = picked[:, k]
+        if not on.any():
+            continue
+        old = x[f.name]
+        if f.kind == "categorical":
+            others = [a for a in f.allowed if not (a == old or str(a) == str(old))]
+            if others:
+                chosen = (pick_other[:, k] * len(others)).astype(int)
+                col = cols[f.name]
+                for i in np.flatnonzero(on):
+                    col[i] = others[chosen[i]]
+            continue
+        base = (np.full(count, float(old)) if not pd.isna(old)
+                else rng.uniform(f.lo, f.hi, count))
+        v = np.clip(base + sign[:, k] * share[:, k] * f.scale, f.lo, f.hi)
+        if f.kind == "integer":
+            v = np.round(v)
+        col = cols[f.name]
+        col[on] = v[on]
     for f in problem.features:
         if f.kind != "categorical":
             cols[f.name] = pd.to_numeric(pd.Series(cols[f.name]), errors="coerce").to_numpy(float)
