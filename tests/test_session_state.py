@@ -8,7 +8,14 @@ from streamlit.testing.v1 import AppTest
 from dashboard.state import session
 
 SAMPLES = {"str": "bmi", "int": 17, "float": 0.37, "bool": True, "list": ["age", "bmi"], "pair": (5, 95),
-           "cell": (1, 0)}
+           "cell": (1, 0), "range": (0.1 + 0.2, 7.5)}
+
+
+def test_a_range_is_two_numbers_or_categories():
+    control = session.Control("k", "p", None, "range")
+    for value in [(-1e-300, 3.0), (0.30000000000000004, 12345678.901234567), ["a", "b", "c"], ["only"], ["x", "y"]]:
+        assert control.parse(control.format(value)) == value
+    assert control.parse("1~x") == ["1", "x"] and control.parse("nan~1") == ["nan", "1"]
 
 
 @pytest.mark.parametrize("key", sorted(session.CONTROLS))

@@ -52,6 +52,8 @@ _DEFAULT = "d::"
 _URL_READ = "url_read"
 _PAGE = "current_page"
 _URL_IGNORED = "url_ignored_params"
+#: features whose counterfactual range a link carries (the first ones of the data)
+RANGE_CONTROLS = 200
 
 
 # -------------------------------------------------------------- the controls
@@ -87,16 +89,23 @@ def _int_pair(text: str):
     return None if vals is None or None in vals else tuple(vals)
 
 
+def _range(text: str):
+    """A feature's allowed values: two numbers (lo, hi) of a numeric feature, else categories."""
+    parts = _split(text)
+    nums = [_to_float(p) for p in parts] if len(parts) == 2 else [None]
+    return tuple(nums) if None not in nums else parts
+
+
 _PARSE: dict[str, Callable[[str], Any]] = {
     "str": lambda t: t, "int": _to_int, "float": _to_float, "bool": _to_bool, "list": lambda t: _split(t),
-    "pair": _int_pair, "cell": _int_pair,
+    "pair": _int_pair, "cell": _int_pair, "range": _range,
 }
 
 
 def _format(kind: str, value) -> str:
     if kind == "bool":
         return "1" if value else "0"
-    if kind in ("list", "pair", "cell"):
+    if kind in ("list", "pair", "cell", "range"):
         return "~".join(str(v) for v in value)
     if kind == "float":
         return f"{float(value):g}"
@@ -164,6 +173,8 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
     *_controls("what-if", "str", cf_target="cf_target"),
     *_controls("what-if", "list", cf_fixed="cf_fixed", cf_limit="cf_limit"),
     *_controls("what-if", "int", cf_n="cf_n", cf_seconds="cf_seconds"),
+    # the counterfactuals' range of the feature at position i (a slider's two numbers, or categories)
+    *[Control(f"cf_range_{i}", f"cf_range_{i}", "what-if", "range") for i in range(RANGE_CONTROLS)],
     # Importance
     *_controls("importance-comparison", "int", repeats="imp_repeats", rows="imp_rows"),
     *_controls("importance-comparison", "bool", shap="imp_shap"),

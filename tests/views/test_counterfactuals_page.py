@@ -106,3 +106,26 @@ def _html_table(text: str) -> pd.DataFrame:
     # (a frame's index name is a header row of its own, blank past the first cell)
     full = [r for r in rows if len(r) == max(map(len, rows)) and any(r[1:])]
     return pd.DataFrame(full[1:], columns=full[0])
+
+
+def test_a_link_carries_the_ranges_and_the_search_keeps_to_them():
+    """A link with a limited feature and its range opens the slider at that range, and every
+    counterfactual found keeps that feature inside it (or at the row's own value)."""
+    model, ds, card = load_demo(state.DEFAULT_DEMO)
+    col = ds.X.columns[2]
+    lo, hi = (float(v) for v in ds.X[col].quantile([0.3, 0.9]))
+    query = {"model": state.DEFAULT_DEMO, "cf_limit": col, "cf_range_2": f"{lo!r}~{hi!r}", "cf": "1"}
+    at = open_page("views/whatif.py", query=query)
+    assert not at.exception, at.exception
+    slider = at.slider(key="cf_range_2")
+    assert tuple(slider.value) == (lo, hi)
+    table = at.dataframe[-1].value
+    assert len(table) >= 1
+    own = float(ds.X[col].iloc[0])
+    for cell in table.get(col, []):
+        if cell:
+            new = float(cell.split("→")[1].replace(",", ""))  # shown to 6 significant digits
+            tol = 1e-5 * max(abs(lo), abs(hi))
+            assert lo - tol <= new <= hi + tol or abs(new - own) <= tol, (cell, lo, hi)
+    # and the page's own link still holds the range
+    assert f"{lo!r}~{hi!r}" in (at.query_params["cf_range_2"], *list(at.query_params["cf_range_2"]))
