@@ -442,6 +442,8 @@ def goal_rows(ens, target, eps: float):
 #: unproven by then, HiGHS takes the rest, started from its best answer
 AUTO_BNB_SHARE = 0.2
 AUTO_BNB_SECONDS = 1.0
+#: ... unless the ensemble has more leaves than this (deep forests: the program is then slower)
+AUTO_MILP_LEAVES = 30_000
 
 
 def _distance(cells: dict, chosen: dict) -> float:
@@ -487,7 +489,7 @@ def solve_row(ens, lay, cells: dict, target, n: int, time_limit: float, eps: flo
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        got, none = _answer(program, cells, solver, left)
+        got, none = _answer(program, cells, solver, left, len(lay.leaves) > AUTO_MILP_LEAVES)
         if got is None:
             if not out:
                 return out, none
@@ -503,16 +505,20 @@ def solve_row(ens, lay, cells: dict, target, n: int, time_limit: float, eps: flo
     return out, False
 
 
-def _answer(program, cells: dict, solver: str, seconds: float):
-    """The next answer (chosen cells, optimal, gap) or None, and whether none is proven."""
+def _answer(program, cells: dict, solver: str, seconds: float, too_big: bool):
+    """The next answer (chosen cells, optimal, gap) or None, and whether none is proven.
+    ``too_big``: no hand-over to HiGHS (a program of that many leaves is slower than the
+    branch and bound: deep forests)."""
     if solver != "auto":
         return program(solver).solve(seconds)
     t = time.perf_counter()
     got, none = program("bnb").solve(min(seconds, max(AUTO_BNB_SECONDS, AUTO_BNB_SHARE * seconds)))
-    rest = seconds - (time.perf_counter() - t)
-    if none or (got is not None and got[1]) or rest < 0.1:
+    if none or (got is not None and got[1]) or seconds - (time.perf_counter() - t) < 0.1 or too_big:
         return got, none
     milp = program("milp")
+    rest = seconds - (time.perf_counter() - t)  # building the program took some of it
+    if rest < 0.1:
+        return got, none
     if got is not None:
         milp.seed(got[0])
     other, none2 = milp.solve(rest)
