@@ -101,6 +101,7 @@ from .session import (
     begin_run,
     bind,
     forget,
+    keep_in_url,
     read_url,
     set_active_model,
     set_value,

@@ -213,6 +213,13 @@ def set_value(key: str, v) -> None:
     key both, so the box shows the new value on the next draw."""
     st.session_state[_STORE + key] = v
     st.session_state[key] = v
+    _to_url(key, v, st.session_state.get(_DEFAULT + key))  # a link made now holds it too
+
+
+def keep_in_url(key: str, default=None) -> None:
+    """Write a control no widget draws (a button's flag) into this page's link, as :func:`bind`
+    does for a widget's; call it on every run of the page that owns it."""
+    _to_url(key, value(key, default), default)
 
 
 def forget(key: str) -> None:

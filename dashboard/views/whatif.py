@@ -165,6 +165,7 @@ for i, col in enumerate(limited):
         picked = st.multiselect(f"Allowed values of {md(col)}", options,
                                 **state.bind(f"cf_range_{columns.index(col)}", list(options), options=options))
         ranges.append((col, tuple(picked)))
+state.keep_in_url(cf_state.RUN, False)
 if not state.value(cf_state.RUN, False):
     st.button("Find counterfactuals", type="primary",
               help=f"Searches up to {seconds} s for the row; tree models usually finish in well under a second.",

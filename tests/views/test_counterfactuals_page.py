@@ -129,3 +129,16 @@ def test_a_link_carries_the_ranges_and_the_search_keeps_to_them():
             assert lo - tol <= new <= hi + tol or abs(new - own) <= tol, (cell, lo, hi)
     # and the page's own link still holds the range
     assert f"{lo!r}~{hi!r}" in (at.query_params["cf_range_2"], *list(at.query_params["cf_range_2"]))
+
+
+def test_the_link_says_the_search_ran_after_a_page_switch():
+    """Find sets the page's link (cf=1), and coming back from another page keeps it there: a
+    link copied then opens the same answers."""
+    at = _find(open_page("views/whatif.py"))
+    assert at.query_params["cf"] in ("1", ["1"])
+    at.switch_page("views/report.py").run()
+    assert "cf" not in at.query_params  # another page's link holds its own controls
+    at.switch_page("views/whatif.py").run()
+    assert not at.exception, at.exception
+    assert at.query_params["cf"] in ("1", ["1"])
+    assert [b for b in at.button if b.key == "cf_load_0"]
