@@ -344,19 +344,58 @@ def _tree_answers(problem: Problem, ens, lay, row: int, goal: Target, n: int, ti
 
 
 def _search_answers(problem: Problem, row: int, goal: Target, n: int, time_limit: float, rng):
-    """(the n nearest valid, diverse answers of the search, their predict, their outputs)."""
+    """(the n nearest valid, diverse answers of the search, their predict, their outputs).
+
+    A first search gives the nearest answers that change different sets of features; while
+    fewer than n, the search runs again with one feature of each answer so far held at the
+    row's own value (each answer's least-used feature first), as the tree solver's rule asks."""
+    from dataclasses import replace
+
     from ._search import search_row
 
-    cands = search_row(problem, row, goal, time_limit, rng)
-    if not len(cands):
-        return cands, [], []
-    cands = cands.loc[goal.reached(*problem.predict(cands))].reset_index(drop=True)
     x = problem.frame.iloc[row]
-    dist, changed = problem.distance(x, cands)
-    order = np.lexsort((changed, dist))
-    moved = [{f.name for f in problem.features if not same_value(x[f.name], cands.iloc[i][f.name])}
-             for i in order]
-    cands = cands.iloc[order[diverse(moved, n)]].reset_index(drop=True)
+    t0 = time.perf_counter()
+    cands, sets = problem.frame.iloc[[]], []
+    for attempt in range(n + 1):  # a first search, then at most n more
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0 or len(sets) >= n:
+            break
+        hold = _held(sets, attempt)
+        sub = problem if not hold else replace(problem, features=[
+            replace(f, fixed=True) if f.name in hold else f for f in problem.features])
+        found = search_row(sub, row, goal, left, rng)
+        if not len(found):
+            if not sets:
+                break
+            continue
+        found = found.loc[goal.reached(*problem.predict(found))]
+        # the answers so far and the new ones, nearest first, each keeping a feature of every earlier one
+        pool = pd.concat([cands, found], ignore_index=True)
+        dist, changed = problem.distance(x, pool)
+        order = np.lexsort((changed, dist))
+        moved = [{f.name for f in problem.features if not same_value(x[f.name], pool.iloc[i][f.name])}
+                 for i in order]
+        keep = diverse(moved, n)
+        cands = pool.iloc[order[keep]].reset_index(drop=True)
+        sets = [moved[k] for k in keep]
+    if not len(cands):
+        return problem.frame.iloc[[]], [], []
     # the answers' own predict (a model's float results can depend on the batch they are in)
     ok, labels, outputs = _validate(problem, cands, goal)
     return cands.loc[ok], labels[ok], outputs[ok]
+
+
+def _held(sets: list, attempt: int) -> set:
+    """One feature of each earlier answer's changed set to hold at the row's value: the one the
+    answers change least (ties by name), rotated by ``attempt`` among a set's features."""
+    count: dict = {}
+    for moved in sets:
+        for name in moved:
+            count[name] = count.get(name, 0) + 1
+    hold: set = set()
+    for moved in sets:
+        if moved & hold:
+            continue
+        names = sorted(moved, key=lambda m: (count[m], str(m)))
+        hold.add(names[attempt % len(names)])
+    return hold
