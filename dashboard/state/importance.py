@@ -29,6 +29,12 @@ IMPORTANCE_METHODS = {
 #: a boosting library's own importance is method "library:<kind>" (kind: gain, cover, split count)
 LIBRARY_METHOD = "library:"
 
+#: the holdout permutation's scores, the default first: log loss and R² weigh every row's
+#: prediction (accuracy barely moves on a rare class); the control's key (a URL parameter)
+CLASSIFIER_SCORINGS = ("neg_log_loss", "roc_auc", "balanced_accuracy", "accuracy")
+REGRESSOR_SCORINGS = ("r2", "neg_mean_absolute_error", "neg_root_mean_squared_error")
+SCORING = "imp_scoring"
+
 #: why MDI and out-of-bag importance do not apply to a model read from a library's file, in page words
 _NATIVE_SKIPS = {
     "mdi": ("MDI reads the impurity decrease stored in scikit-learn's trees; this model comes from {lib}"
@@ -64,11 +70,42 @@ def importance_label(ctx: ModelContext, method: str) -> str:
     return IMPORTANCE_METHODS[method]
 
 
+def scoring_choices(ctx: ModelContext) -> list[str]:
+    """The scores the holdout permutation offers for this model, its default first: log loss
+    needs probabilities and ROC AUC two classes (else balanced accuracy leads)."""
+    if ctx.task == "regression":
+        return list(REGRESSOR_SCORINGS)
+    proba = hasattr(ctx.model, "predict_proba")
+    return [s for s in CLASSIFIER_SCORINGS
+            if (s != "neg_log_loss" or proba) and (s != "roc_auc" or (ctx.task == "binary" and (
+                proba or hasattr(ctx.model, "decision_function"))))]
+
+
+def scoring_label(scoring: str) -> str:
+    """A score's name on the page: "log loss" for ``neg_log_loss``."""
+    from explainers.importance.scoring import SCORING_LABELS
+
+    return SCORING_LABELS.get(scoring, scoring)
+
+
+def permutation_scoring(ctx: ModelContext) -> str:
+    """The score the session's holdout permutation uses (the Importance page's setting)."""
+    from .session import value
+
+    choices = scoring_choices(ctx)
+    picked = value(SCORING)
+    return picked if picked in choices else choices[0]
+
+
 def importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress=None):
-    """One importance result, cached per model, data, method and settings."""
+    """One importance result, cached per model, data, method and settings (the permutation's
+    score: :func:`permutation_scoring`)."""
+    scoring = permutation_scoring(ctx) if method == "permutation" else None
     key = ("importance", ctx.model_key, ctx.data_key, method, n_repeats if method == "permutation" else 0,
-           max_rows if method in ("permutation", "shap") else 0, target_output(ctx) if method == "permutation" else 0)
-    return result_cache().get_or_compute(key, lambda: _importance(ctx, method, n_repeats, max_rows, progress))
+           max_rows if method in ("permutation", "shap") else 0, target_output(ctx) if method == "permutation" else 0,
+           scoring)
+    return result_cache().get_or_compute(
+        key, lambda: _importance(ctx, method, n_repeats, max_rows, progress, scoring))
 
 
 def _held(ctx: ModelContext) -> int | None:
@@ -82,7 +119,7 @@ def _held(ctx: ModelContext) -> int | None:
     return held
 
 
-def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress):
+def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress, scoring=None):
     from explainers import importance as imp
 
     lib = _library(ctx)
@@ -117,7 +154,8 @@ def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, p
         X_ok, y_ok = X_ho[has], y_ho[has]
         take = _seeded_rows(len(X_ok), max_rows)
         res = imp.permutation_importance(ctx.model, X_ok.iloc[take], y_ok.iloc[take], n_repeats=n_repeats,
-                                         random_state=0, progress=progress, class_index=_held(ctx))
+                                         random_state=0, progress=progress, class_index=_held(ctx),
+                                         scoring=scoring)
         left_out = int((~has).sum())
         if left_out:
             res = dataclasses.replace(res, params={**res.params, "n_rows_left_out": left_out},
@@ -169,7 +207,8 @@ def _holdout_positions(ctx: ModelContext) -> np.ndarray:
     return np.arange(int(n_train), len(ctx.X)) if n_train else np.arange(len(ctx.X))
 
 
-def _segment_importance(ctx: ModelContext, active, method: str, n_repeats: int, max_rows: int, progress):
+def _segment_importance(ctx: ModelContext, active, method: str, n_repeats: int, max_rows: int, progress,
+                        scoring=None):
     """(segment, rest) ImportanceResults of one method; ExplainerError when it cannot be compared."""
     from explainers import importance as imp
 
@@ -196,7 +235,8 @@ def _segment_importance(ctx: ModelContext, active, method: str, n_repeats: int, 
                 f"permutation needs at least {MIN_SEGMENT_ROWS:,} on each side to compare the segment with the rest.")
         pos = pos[_seeded_rows(len(pos), max_rows)]
         out.append(imp.permutation_importance(ctx.model, ctx.X.iloc[pos], ctx.y.iloc[pos], class_index=_held(ctx),
-                                              n_repeats=n_repeats, random_state=0, progress=progress))
+                                              n_repeats=n_repeats, random_state=0, progress=progress,
+                                              scoring=scoring))
     return tuple(out)
 
 
@@ -215,11 +255,13 @@ def importances_by_segment(ctx: ModelContext, active, methods, n_repeats: int, m
         label = importance_label(ctx, method)
         progress = ProgressBar(bar, f"{label}, segment and rest")
         bar.progress(i / len(wanted), text=f"{label}, segment and rest…")
+        scoring = permutation_scoring(ctx) if method == "permutation" else None
         key = ("importance_segment", ctx.model_key, ctx.data_key, active.key, method,
-               n_repeats if method == "permutation" else 0, max_rows, target_output(ctx))
+               n_repeats if method == "permutation" else 0, max_rows, target_output(ctx), scoring)
         try:
             pairs.append(result_cache().get_or_compute(
-                key, lambda m=method, p=progress: _segment_importance(ctx, active, m, n_repeats, max_rows, p)))
+                key, lambda m=method, p=progress, sc=scoring: _segment_importance(ctx, active, m, n_repeats, max_rows,
+                                                                                  p, sc)))
         except ExplainerError as exc:
             skipped.append((label, for_page(exc, page)))
         except Exception as exc:  # never a traceback on the page

@@ -19,7 +19,9 @@ def report_html(ctx: ModelContext, feature: str, row: int, wanted: tuple[bool, .
     importance comparison and, if a fifth flag is given, feature interactions. ``row`` is the row's position in the data as loaded.
     """
     ci = pdp_class(ctx)
-    key = ("report", ctx.model_key, ctx.data_key, feature, row, ci, wanted)
+    from .importance import permutation_scoring
+
+    key = ("report", ctx.model_key, ctx.data_key, feature, row, ci, wanted, permutation_scoring(ctx))
     built = result_cache().get_or_compute(key, lambda: _build_report(ctx, feature, row, wanted, ci, bar))
     return _with_segments(ctx, built, wanted)
 

@@ -178,7 +178,7 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
     # Importance
     *_controls("importance-comparison", "int", repeats="imp_repeats", rows="imp_rows"),
     *_controls("importance-comparison", "bool", shap="imp_shap"),
-    *_controls("importance-comparison", "str", sort="imp_sort", agreement="imp_agree"),
+    *_controls("importance-comparison", "str", sort="imp_sort", agreement="imp_agree", scoring="imp_scoring"),
     # Interactions
     *_controls("interactions", "str", measure="ia_measure", f1="ia_f1", f2="ia_f2"),
     *_controls("interactions", "int", rows="ia_rows"),

@@ -4,7 +4,8 @@ import streamlit as st
 from dashboard import figures, messages, state, widgets
 from dashboard.safe_text import csv_text, file_name, md
 from dashboard.figures.importance import segment_importance_figure
-from dashboard.state.importance import importance_methods, importances_by_segment, left_out_notices
+from dashboard.state.importance import (SCORING, importance_methods, importances_by_segment, left_out_notices,
+                                        scoring_choices, scoring_label)
 from dashboard.widgets import compared_segment
 
 ctx = state.current()
@@ -13,13 +14,18 @@ st.caption("Each method answers a different question; where they disagree, the r
 seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
 
 with st.expander("Settings", expanded=False):
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3, c4 = st.columns(4)
     n_repeats = c1.number_input("Permutation repeats", 1, 50, **state.bind("imp_repeats", 5, valid=lambda v: 1 <= v <= 50))
     max_rows = c2.number_input("Rows used (permutation, SHAP)", 50, 20_000, step=50,
                                help="A seeded sample bounds the time of the slow methods.",
                                **state.bind("imp_rows", 1_000, valid=lambda v: 50 <= v <= 20_000))
     with_shap = c3.checkbox("Include mean |SHAP|", help="On by default where SHAP is fast (linear and tree models).",
                             **state.bind("imp_shap", state.shap_is_fast(ctx), options=(True, False)))
+    scorings = scoring_choices(ctx)
+    c4.selectbox("Permutation scored by", scorings, format_func=scoring_label,
+                 help="How much this score drops when a feature's values are shuffled. Log loss and R² weigh "
+                      "every row's prediction; accuracy barely moves when one class is rare.",
+                 **state.bind(SCORING, scorings[0], options=scorings))
 
 # MDI, or for a model read from an XGBoost / LightGBM / CatBoost file that library's gain, cover, split count
 methods = importance_methods(ctx, with_shap)

@@ -70,10 +70,39 @@ def test_linear_model_says_why_methods_are_missing():
 def test_classifier_and_toggles():
     at = _page("wine_gb")
     names = [t["name"] for t in _figures(at)[0]["data"]]
-    assert names[0] == "MDI" and "Holdout permutation (accuracy)" in names
+    assert names[0] == "MDI" and "Holdout permutation (log loss)" in names  # the default score
     at.radio(key="imp_agree").set_value("kendall").run()
     assert not at.exception
     assert "Kendall" in json.dumps(_figures(at)[1]["layout"]["title"])
+
+
+@pytest.mark.parametrize("scoring, label", [("neg_log_loss", "log loss"), ("roc_auc", "ROC AUC"),
+                                            ("balanced_accuracy", "balanced accuracy"), ("accuracy", "accuracy")])
+def test_permutation_scores_are_scikit_learns(demo_cards, scoring, label):
+    """Each score the page offers a binary classifier: its holdout permutation shares are
+    scikit-learn's permutation_importance with that scoring on the held-out rows, and the
+    label, the link and the report name it."""
+    name = "breast_cancer_hgb"
+    at = _page(name)
+    assert [o for o in at.selectbox(key="imp_scoring").options] == [
+        "log loss", "ROC AUC", "balanced accuracy", "accuracy"]
+    if scoring != "neg_log_loss":
+        at.selectbox(key="imp_scoring").set_value(scoring).run()
+        assert not at.exception, at.exception
+        assert at.query_params["scoring"] in (scoring, [scoring])
+    bars = _figures(at)[0]
+    names = [t["name"] for t in bars["data"]]
+    k = names.index(f"Holdout permutation ({label})")
+    model, ds = _demo(name, demo_cards[name])
+    n = demo_cards[name]["n_train"]
+    sk = sk_permutation_importance(model, ds.X.iloc[n:], ds.y.iloc[n:], n_repeats=5, random_state=0, scoring=scoring)
+    clipped = np.clip(sk.importances_mean, 0, None)
+    want = dict(zip(ds.X.columns, clipped / clipped.sum()))
+    got = dict(zip(array(bars["data"][k]["y"]), array(bars["data"][k]["x"]).astype(float)))
+    for f in want:
+        assert got[f] == pytest.approx(want[f], rel=1e-9, abs=1e-12), f
+    at.switch_page("views/report.py").run()
+    assert any(f"Holdout permutation ({label})" in m.value for m in at.markdown)
 
 
 def test_upload_without_target_offers_what_it_can():
