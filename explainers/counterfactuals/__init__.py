@@ -371,10 +371,10 @@ def _search_answers(problem: Problem, row: int, goal: Target, n: int, time_limit
         found = found.loc[goal.reached(*problem.predict(found))]
         # the answers so far and the new ones, nearest first, each keeping a feature of every earlier one
         pool = pd.concat([cands, found], ignore_index=True)
-        dist, changed = problem.distance(x, pool)
-        order = np.lexsort((changed, dist))
-        moved = [{f.name for f in problem.features if not same_value(x[f.name], pool.iloc[i][f.name])}
-                 for i in order]
+        steps, flags = problem.changes(x, pool)
+        order = np.lexsort((flags.sum(axis=1), steps.sum(axis=1)))
+        names = [f.name for f in problem.features]
+        moved = [{names[k] for k in np.flatnonzero(flags[i])} for i in order]
         keep = diverse(moved, n)
         cands = pool.iloc[order[keep]].reset_index(drop=True)
         sets = [moved[k] for k in keep]

@@ -89,23 +89,27 @@ class Problem:
 
     def distance(self, x: pd.Series, cf: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """(distance, number of features changed) of each counterfactual row from ``x``."""
-        dist = np.zeros(len(cf))
-        changed = np.zeros(len(cf), int)
-        for f in self.features:
+        steps, moved = self.changes(x, cf)
+        return steps.sum(axis=1), moved.sum(axis=1)
+
+    def changes(self, x: pd.Series, cf: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Per counterfactual row and feature (in :attr:`features` order): the distance of its
+        change and whether it changed."""
+        steps = np.zeros((len(cf), len(self.features)))
+        moved = np.zeros((len(cf), len(self.features)), bool)
+        for k, f in enumerate(self.features):
             old = x[f.name]
             new = cf[f.name].to_numpy()
             if f.kind == "categorical":
-                moved = np.asarray([not same_value(old, v) for v in new], bool)
-                dist += moved
+                moved[:, k] = [not same_value(old, v) for v in new]
+                steps[:, k] = moved[:, k]
             else:
                 o = float(old) if not pd.isna(old) else np.nan
                 nv = pd.to_numeric(pd.Series(new), errors="coerce").to_numpy(float)
-                both_nan = np.isnan(nv) & np.isnan(o)
-                moved = ~both_nan & ~(nv == o)
+                moved[:, k] = ~(np.isnan(nv) & np.isnan(o)) & ~(nv == o)
                 step = np.where(np.isnan(nv) | np.isnan(o), 1.0, np.abs(nv - o) / f.scale)
-                dist += np.where(moved, step, 0.0)
-            changed += moved
-        return dist, changed
+                steps[:, k] = np.where(moved[:, k], step, 0.0)
+        return steps, moved
 
     def predict(self, rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """(the model's own predict, its explained output) for rows in the data's columns."""
