@@ -5,7 +5,8 @@
    them; a category change counts 1), until some reach the target.
 2. The nearest of those are made sparser (each changed feature put back where the target
    still holds) and nearer (each remaining change bisected toward the row's own value,
-   seven steps, to within 1/128 of the change, keeping the target).
+   seven steps, to within 1/128 of the change, keeping the target; the nearest two of each
+   set of changed features).
 3. The answers are the nearest, each changing a different set of features (the tree
    solver's rule: a later answer keeps at least one feature of every earlier one); while
    fewer than asked, the search runs again holding one feature of each answer so far at
@@ -25,8 +26,9 @@ from ._problem import Problem, Target
 
 #: candidates drawn per radius
 DRAWS = 400
-#: valid candidates kept for the repair
+#: valid candidates kept for the repair, and of them per set of changed features for the bisection
 KEEP = 30
+PER_SET = 2
 #: bisection steps per changed feature (each one predict call on the candidates; 7: within
 #: 1/128 of the change, a distance within about 0.02% of ten steps' on the loan benchmark)
 STEPS = 7
@@ -179,4 +181,13 @@ def search_row(problem: Problem, row: int, target: Target, time_limit: float, rn
     dist, _ = problem.distance(x, cand)
     cand = cand.iloc[np.argsort(dist, kind="stable")[:KEEP]].reset_index(drop=True)
     cand = _put_back(problem, free, x, cand, target)
-    return _bisect(problem, free, x, cand, target)
+    # the answers take one per changed set: the nearest PER_SET of each go on to the bisection
+    # (a feature no kept candidate changes needs none)
+    steps, moved = problem.changes(x, cand)
+    per_set: dict = {}
+    keep = []
+    for i in np.argsort(steps.sum(axis=1), kind="stable"):
+        n_seen = per_set[moved[i].tobytes()] = per_set.get(moved[i].tobytes(), 0) + 1
+        if n_seen <= PER_SET:
+            keep.append(i)
+    return _bisect(problem, free, x, cand.iloc[sorted(keep)].reset_index(drop=True), target)
