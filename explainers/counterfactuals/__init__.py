@@ -351,11 +351,11 @@ def _search_answers(problem: Problem, row: int, goal: Target, n: int, time_limit
     row's own value (each answer's least-used feature first), as the tree solver's rule asks."""
     from dataclasses import replace
 
-    from ._search import search_row
+    from ._search import reached, search_row
 
     x = problem.frame.iloc[row]
     t0 = time.perf_counter()
-    cands, sets = problem.frame.iloc[[]], []
+    cands, sets, nearest = problem.frame.iloc[[]], [], 0.0
     for attempt in range(n + 1):  # a first search, then at most n more
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0 or len(sets) >= n:
@@ -363,12 +363,13 @@ def _search_answers(problem: Problem, row: int, goal: Target, n: int, time_limit
         hold = _held(sets, attempt)
         sub = problem if not hold else replace(problem, features=[
             replace(f, fixed=True) if f.name in hold else f for f in problem.features])
-        found = search_row(sub, row, goal, left, rng)
+        # a later round's answers lie farther than the nearest so far: its spheres start there
+        found = search_row(sub, row, goal, left, rng, radius=max(0.25, nearest))
         if not len(found):
             if not sets:
                 break
             continue
-        found = found.loc[goal.reached(*problem.predict(found))]
+        found = found.loc[reached(problem, goal, found)]
         # the answers so far and the new ones, nearest first, each keeping a feature of every earlier one
         pool = pd.concat([cands, found], ignore_index=True)
         steps, flags = problem.changes(x, pool)
@@ -377,6 +378,7 @@ def _search_answers(problem: Problem, row: int, goal: Target, n: int, time_limit
         moved = [{names[k] for k in np.flatnonzero(flags[i])} for i in order]
         keep = diverse(moved, n)
         cands = pool.iloc[order[keep]].reset_index(drop=True)
+        nearest = float(steps.sum(axis=1)[order[keep[0]]]) if keep else 0.0
         sets = [moved[k] for k in keep]
     if not len(cands):
         return problem.frame.iloc[[]], [], []

@@ -46,7 +46,8 @@ def _free(problem: Problem):
     return out
 
 
-def _reached(problem: Problem, target: Target, rows: pd.DataFrame) -> np.ndarray:
+def reached(problem: Problem, target: Target, rows: pd.DataFrame) -> np.ndarray:
+    """Which rows the model's own predict puts on the target."""
     if target.kind in ("class", "not_class"):  # a class: the model's own predict alone decides
         return target.reached(np.asarray(problem.adapter.predict_labels(rows)), None)
     labels, values = problem.predict(rows)
@@ -116,7 +117,7 @@ def _put_back(problem, free, x, cand: pd.DataFrame, target) -> pd.DataFrame:
             continue
         trial = cand.loc[moved].copy()
         trial[f.name] = pd.Series([old] * len(trial), index=trial.index, dtype=cand[f.name].dtype)
-        ok = _reached(problem, target, trial)
+        ok = reached(problem, target, trial)
         idx = trial.index[ok]
         cand.loc[idx, f.name] = old
     return cand
@@ -143,7 +144,7 @@ def _bisect(problem, free, x, cand: pd.DataFrame, target) -> pd.DataFrame:
             trial = cand.loc[moved].copy()
             trial[f.name] = _as_column(mid[moved], cand[f.name].dtype)
             ok = np.zeros(len(cur), bool)
-            ok[moved] = _reached(problem, target, trial)
+            ok[moved] = reached(problem, target, trial)
             good = np.where(moved & ok, mid, good)
             bad = np.where(moved & ~ok, mid, bad)
         cand[f.name] = _as_column(np.where(moved, good, cur), cand[f.name].dtype)
@@ -157,19 +158,19 @@ def _as_column(values: np.ndarray, dtype):
     return values
 
 
-def search_row(problem: Problem, row: int, target: Target, time_limit: float, rng):
+def search_row(problem: Problem, row: int, target: Target, time_limit: float, rng, radius: float = 0.25):
     """Candidate counterfactuals of one row of the data, repaired (the caller checks them with
-    the model's predict and picks the nearest diverse ones)."""
+    the model's predict and picks the nearest diverse ones); the spheres grow from ``radius``."""
     x = problem.frame.iloc[row]
     free = _free(problem)
     if not free:
         return problem.frame.iloc[[]]
     t0 = time.perf_counter()
     span = sum((f.hi - f.lo) / f.scale if f.kind != "categorical" else 1.0 for f in free)
-    radius, found = 0.25, []
+    found = []
     while radius <= 2 * span and time.perf_counter() - t0 < time_limit:
         cand = _draw(problem, free, x, radius, rng, DRAWS)
-        ok = _reached(problem, target, cand)
+        ok = reached(problem, target, cand)
         if ok.any():
             found.append(cand.loc[ok])
             if sum(len(c) for c in found) >= KEEP:
