@@ -4,9 +4,9 @@
    at a growing radius (each changes a random set of features, the radius shared among
    them; a category change counts 1), until some reach the target.
 2. The nearest of those are made sparser (each changed feature put back where the target
-   still holds) and nearer (each remaining change bisected toward the row's own value,
-   seven steps, to within 1/128 of the change, keeping the target; the nearest two of each
-   set of changed features).
+   still holds) and nearer (each remaining change bisected toward the row's own value until
+   it is known to 0.5% of the feature's scale, keeping the target; the nearest two of each
+   set of changed features, all candidates in one model call a step).
 3. The answers are the nearest, each changing a different set of features (the tree
    solver's rule: a later answer keeps at least one feature of every earlier one); while
    fewer than asked, the search runs again holding one feature of each answer so far at
@@ -29,9 +29,10 @@ DRAWS = 400
 #: valid candidates kept for the repair, and of them per set of changed features for the bisection
 KEEP = 30
 PER_SET = 2
-#: bisection steps per changed feature (each one predict call on the candidates; 7: within
-#: 1/128 of the change, a distance within about 0.02% of ten steps' on the loan benchmark)
-STEPS = 7
+#: bisection steps per changed feature at most (each one predict call on the candidates), and
+#: where it stops sooner: the change known to this share of the feature's scale
+STEPS = 10
+TOLERANCE = 5e-3
 
 
 def _free(problem: Problem):
@@ -124,31 +125,59 @@ def _put_back(problem, free, x, cand: pd.DataFrame, target) -> pd.DataFrame:
 
 
 def _bisect(problem, free, x, cand: pd.DataFrame, target) -> pd.DataFrame:
-    """Each numeric change moved toward the row's own value as far as the target allows."""
-    for f in free:
-        if f.kind == "categorical" or pd.isna(x[f.name]):
-            continue
-        old = float(x[f.name])
-        cur = pd.to_numeric(cand[f.name], errors="coerce").to_numpy(float)
-        moved = cur != old
-        if not moved.any():
-            continue
-        good = cur.copy()            # reaches the target
-        # toward the row's own value (it does not reach, else it was put back), but no further
-        # than the allowed range: a row outside its range moves into it
-        bad = np.full_like(cur, min(max(old, f.lo), f.hi))
+    """Each numeric change moved toward the row's own value as far as the target allows.
+
+    A candidate's changed features are bisected one after the other (in the features' order,
+    each with the earlier ones already moved); all candidates go at once, each on its own k-th
+    changed feature in phase k, so the model calls are STEPS per phase, not per feature."""
+    numeric = [f for f in free if f.kind != "categorical" and not pd.isna(x[f.name])]
+    if not numeric or not len(cand):
+        return cand
+    m = len(cand)
+    old = np.asarray([float(x[f.name]) for f in numeric])
+    # toward the row's own value (it does not reach, else it was put back), but no further than
+    # the allowed range: a row outside its range moves into it
+    stop = np.asarray([min(max(float(x[f.name]), f.lo), f.hi) for f in numeric])
+    cur = np.column_stack([pd.to_numeric(cand[f.name], errors="coerce").to_numpy(float) for f in numeric])
+    changed = [np.flatnonzero(cur[i] != old) for i in range(m)]
+    integer = np.asarray([f.kind == "integer" for f in numeric])
+    scale = np.asarray([f.scale for f in numeric])
+    rows = np.arange(m)
+    for k in range(max(len(c) for c in changed)):
+        feat = np.asarray([c[k] if len(c) > k else -1 for c in changed])
+        on = feat >= 0
+        j = np.where(on, feat, 0)
+        good = cur[rows, j].copy()            # reaches the target
+        bad = stop[j].copy()
         for _ in range(STEPS):
+            # done where the change is known to a thousandth of the feature's scale (an integer: to 1)
+            on &= np.abs(good - bad) > np.where(integer[j], 1.0, TOLERANCE * scale[j])
+            if not on.any():
+                break
             mid = (good + bad) / 2
-            if f.kind == "integer":
-                mid = np.where(good > bad, np.ceil(mid), np.floor(mid))
-            trial = cand.loc[moved].copy()
-            trial[f.name] = _as_column(mid[moved], cand[f.name].dtype)
-            ok = np.zeros(len(cur), bool)
-            ok[moved] = reached(problem, target, trial)
-            good = np.where(moved & ok, mid, good)
-            bad = np.where(moved & ~ok, mid, bad)
-        cand[f.name] = _as_column(np.where(moved, good, cur), cand[f.name].dtype)
+            mid = np.where(integer[j], np.where(good > bad, np.ceil(mid), np.floor(mid)), mid)
+            ok = np.zeros(m, bool)
+            ok[on] = reached(problem, target, _with(cand, numeric, feat, mid, on))
+            good = np.where(on & ok, mid, good)
+            bad = np.where(on & ~ok, mid, bad)
+        moved = feat >= 0
+        cur[rows[moved], j[moved]] = good[moved]
+        cand = _with(cand, numeric, feat, good, np.ones(m, bool))
     return cand
+
+
+def _with(cand: pd.DataFrame, numeric: list, feat: np.ndarray, values: np.ndarray, rows: np.ndarray) -> pd.DataFrame:
+    """The candidates ``rows``, each with its feature ``feat`` (a position in ``numeric``, -1: none)
+    set to its value in ``values``."""
+    out = cand.loc[rows].copy()
+    sub_feat, sub_vals = feat[rows], values[rows]
+    for j, f in enumerate(numeric):
+        at = sub_feat == j
+        if at.any():
+            col = pd.to_numeric(out[f.name], errors="coerce").to_numpy(float).copy()
+            col[at] = sub_vals[at]
+            out[f.name] = _as_column(col, cand[f.name].dtype)
+    return out
 
 
 def _as_column(values: np.ndarray, dtype):
