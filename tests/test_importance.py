@@ -580,3 +580,23 @@ def test_bad_classifier_target(rf_bin, binary):
     with pytest.raises(ValueError):
         oob_permutation_importance(rf_bin, X, y, scoring="r2")
     assert issubclass(InvalidDataError, ExplainerError)
+
+
+def test_compare_does_not_flag_what_permutation_noise_explains():
+    """A gap between MDI and a permutation share is a disagreement only beyond NOISE_Z standard
+    errors of the permutation's mean (its spread over the repeats / sqrt(repeats))."""
+    from explainers.importance import compare_importances
+    from explainers.importance.comparison import NOISE_Z
+    from explainers.importance.result import make_result
+
+    names = ["a", "b", "c", "d"]
+    mdi = make_result(names, np.array([[0.40], [0.30], [0.20], [0.10]]), "mdi", {}, "")
+    means = np.array([0.10, 0.30, 0.20, 0.40])  # 'a' and 'd' swap ends: a gap of 0.3 in share
+    for spread, flagged in ((0.02, True), (1.5, False)):
+        raw = means[:, None] + spread * np.array([[-1.0, 1.0]] * 4)  # 2 repeats, std = spread
+        perm = make_result(names, raw, "permutation", {"n_repeats": 2}, "")
+        comp = compare_importances([mdi, perm])
+        se = spread / means.sum() / np.sqrt(2)   # the share's standard error
+        gap = abs(comp.shares.loc["a"].iloc[0] - comp.shares.loc["a"].iloc[1])
+        assert (gap > NOISE_Z * se) == flagged
+        assert ("a" in set(comp.flags["feature"])) == flagged, comp.flags

@@ -95,7 +95,9 @@ def compare_importances(
     min_gap : float, default=0.05
         A feature is flagged when its largest share exceeds its smallest by at
         least this much and by a factor of 2, and its ranks differ by at least
-        ``min_rank_spread``.
+        ``min_rank_spread``; and by more than the permutations' own noise could:
+        :data:`NOISE_Z` standard errors of the two shares' difference (a permutation
+        share's standard error is its std over the repeats / sqrt(repeats)).
     min_rank_spread : float, default=2
         Smallest difference between a feature's best and worst rank that counts
         as disagreement (shares alone differ in scale between methods).
@@ -116,8 +118,8 @@ def compare_importances(
     )
     ranks = raw_imp.rank(ascending=False, method="average")
     spear, kend = _rank_agreement(raw_imp, labels)
-    flags = _flags(common, labels, results, shares, ranks, X, min_gap, min_rank_spread,
-                   correlation_threshold)
+    flags = _flags(common, labels, results, shares, _standard_errors(results, labels, stds), ranks, X, min_gap,
+                   min_rank_spread, correlation_threshold)
     table = _table(shares, ranks, flags)
     return ImportanceComparison(
         methods=labels, shares=shares, stds=stds, ranks=ranks, table=table,
@@ -215,8 +217,23 @@ def _table(shares: pd.DataFrame, ranks: pd.DataFrame, flags: pd.DataFrame) -> pd
 
 
 # ---------------------------------------------------------------------------- flags
-def _flags(features, labels, results, shares, ranks, X, min_gap, min_spread, corr_thr) -> pd.DataFrame:
-    """One row per feature the methods disagree on, with the likely reason."""
+#: a gap between two methods' shares counts only beyond this many standard errors of their
+#: difference (a permutation's mean over n repeats: std / sqrt(n); the other methods: 0)
+NOISE_Z = 3.0
+
+
+def _standard_errors(results, labels, stds: pd.DataFrame) -> pd.DataFrame:
+    """The standard error of each share: a permutation's spread over its repeats, else 0."""
+    out = stds.copy()
+    for lab, r in zip(labels, results):
+        repeats = r.params.get("n_repeats") if _kind(r.method) == "permutation" else None
+        out[lab] = stds[lab] / np.sqrt(repeats) if repeats else 0.0
+    return out
+
+
+def _flags(features, labels, results, shares, ses, ranks, X, min_gap, min_spread, corr_thr) -> pd.DataFrame:
+    """One row per feature the methods disagree on, with the likely reason; a gap that the
+    permutations' own noise could make (NOISE_Z standard errors) is no disagreement."""
     kinds = {lab: _kind(r.method) for lab, r in zip(labels, results)}
     perm_cols = [lab for lab in labels if kinds[lab] == "permutation"]
     other_cols = [lab for lab in labels if kinds[lab] in ("impurity", "shap")]
@@ -228,6 +245,9 @@ def _flags(features, labels, results, shares, ranks, X, min_gap, min_spread, cor
         hi, lo = float(s.max()), float(s.min())
         r = ranks.loc[f]
         if not (hi - lo >= min_gap and hi >= 2 * lo and r.max() - r.min() >= min_spread):
+            continue
+        noise = NOISE_Z * float(np.hypot(ses.loc[f, s.idxmax()], ses.loc[f, s.idxmin()]))
+        if hi - lo <= noise:
             continue
         rank_txt = ", ".join(f"{lab}: {s[lab]:.1%} (rank {r[lab]:g})" for lab in labels)
         perm = float(s[perm_cols].mean()) if perm_cols else None
