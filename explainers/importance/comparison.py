@@ -97,7 +97,8 @@ def compare_importances(
         least this much and by a factor of 2, and its ranks differ by at least
         ``min_rank_spread``; and by more than the permutations' own noise could:
         :data:`NOISE_Z` standard errors of the two shares' difference (a permutation
-        share's standard error is its std over the repeats / sqrt(repeats)).
+        share's standard error is its std over the repeats / sqrt(repeats); a negative
+        permutation importance counts as the negative share it is).
     min_rank_spread : float, default=2
         Smallest difference between a feature's best and worst rank that counts
         as disagreement (shares alone differ in scale between methods).
@@ -231,10 +232,22 @@ def _standard_errors(results, labels, stds: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _signed_shares(results, labels, features) -> pd.DataFrame:
+    """Each importance over its result's clipped total, a negative one kept negative (a
+    permutation far below 0 is far from a method that gives the feature a share)."""
+    out = {}
+    for lab, r in zip(labels, results):
+        imp = r.importances[[r.feature_names.index(f) for f in features]]
+        total = np.clip(imp, 0, None).sum()
+        out[lab] = imp / total if total > 0 else np.zeros(len(features))
+    return pd.DataFrame(out, index=pd.Index(features, name="feature"))
+
+
 def _flags(features, labels, results, shares, ses, ranks, X, min_gap, min_spread, corr_thr) -> pd.DataFrame:
     """One row per feature the methods disagree on, with the likely reason; a gap that the
     permutations' own noise could make (NOISE_Z standard errors) is no disagreement."""
     kinds = {lab: _kind(r.method) for lab, r in zip(labels, results)}
+    signed = _signed_shares(results, labels, features)
     perm_cols = [lab for lab in labels if kinds[lab] == "permutation"]
     other_cols = [lab for lab in labels if kinds[lab] in ("impurity", "shap")]
     mdi_cols = [lab for lab in labels if kinds[lab] == "impurity"]
@@ -246,8 +259,8 @@ def _flags(features, labels, results, shares, ses, ranks, X, min_gap, min_spread
         r = ranks.loc[f]
         if not (hi - lo >= min_gap and hi >= 2 * lo and r.max() - r.min() >= min_spread):
             continue
-        noise = NOISE_Z * float(np.hypot(ses.loc[f, s.idxmax()], ses.loc[f, s.idxmin()]))
-        if hi - lo <= noise:
+        a, b = s.idxmax(), s.idxmin()
+        if signed.loc[f, a] - signed.loc[f, b] <= NOISE_Z * float(np.hypot(ses.loc[f, a], ses.loc[f, b])):
             continue
         rank_txt = ", ".join(f"{lab}: {s[lab]:.1%} (rank {r[lab]:g})" for lab in labels)
         perm = float(s[perm_cols].mean()) if perm_cols else None
