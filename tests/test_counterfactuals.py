@@ -1104,3 +1104,22 @@ def test_auto_hands_an_unproven_answer_to_highs(monkeypatch):
         assert alone.optimal[i] and auto.optimal[i]
         assert auto.distances[i][0] == pytest.approx(alone.distances[i][0], abs=1e-6)
     _check_exact(gb, XI, rows, 1, auto, (), None, 3)  # every answer, against brute force
+
+
+def test_building_the_search_does_not_eat_its_time_limit(monkeypatch):
+    """Compiling and setting up the branch and bound (seconds on a fresh install) happens
+    before the time limit starts: a slow set-up still leaves every answer its time."""
+    import time as _time
+
+    from explainers.counterfactuals import _bnb
+
+    rf = RandomForestClassifier(5, max_depth=4, random_state=0).fit(XL, YL)
+    rows = rows_not(rf, XL, 1, 2)
+    quick = counterfactuals(rf, XL, rows, target=1, n=3, time_limit=1.0)
+    warm = _bnb.BoxSearch.warm
+    monkeypatch.setattr(_bnb.BoxSearch, "warm", lambda self: (_time.sleep(1.2), warm(self)))
+    slow = counterfactuals(rf, XL, rows, target=1, n=3, time_limit=1.0)
+    for a, b in zip(quick.counterfactuals, slow.counterfactuals):
+        assert len(a) >= 2
+        pd.testing.assert_frame_equal(a, b)
+    assert slow.optimal == quick.optimal

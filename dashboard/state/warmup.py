@@ -1,4 +1,4 @@
-"""Compile (or load) the numba kernels behind the PDP and SHAP pages once per server process."""
+"""Compile (or load) the numba kernels behind the PDP, SHAP and What-if pages once per server process."""
 from __future__ import annotations
 
 import threading
@@ -54,5 +54,9 @@ def _warm_kernels() -> None:
             partial_dependence(forest, X, [0], grid_resolution=3, kind=kind)
         partial_dependence(mlp, X, [0], grid_resolution=3, kind="average")
         explain(forest, X[:2])
+        # the What-if page's counterfactual search (about ten seconds to compile on a fresh install)
+        from explainers.counterfactuals import counterfactuals
+
+        counterfactuals(forest, X, [0], target=(float(X[:, 0].max()), np.inf), n=1, time_limit=1.0)
     except Exception:  # pragma: no cover - only a slower first view is at stake
         logging.getLogger(__name__).warning("Warming the compiled kernels failed", exc_info=True)

@@ -100,7 +100,6 @@ def _bound_ok(lo, hi, budget, roots, left, right, slot, fixed_left, cum_off, cum
     for t in range(roots.shape[0]):
         for r in range(R):
             best[r] = -np.inf
-        sp = 0
         top = 0
         st_node[0] = roots[t]
         st_depth[0] = 0

@@ -483,6 +483,8 @@ def solve_row(ens, lay, cells: dict, target, n: int, time_limit: float, eps: flo
                 used.add(kind)
         return programs[kind]
 
+    if solver in ("auto", "bnb"):
+        program("bnb")  # built, and its searches compiled, before the time limit starts
     out = []
     t0 = time.perf_counter()
     for _ in range(n):
