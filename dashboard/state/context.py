@@ -119,9 +119,9 @@ def load_upload(model_bytes: bytes, model_name: str, data_bytes: bytes, data_nam
 
 def _upload_context(model_bytes, model_name, data_bytes, data_name, target, model_key, data_key) -> ModelContext:
     model = load_model_cached(model_key, model_bytes, model_name, pickles_trusted())
-    ds = load_data_cached(data_key, data_bytes, data_name, target, model_key, model)
+    model, ds, notices = _load_file_data(data_key, data_bytes, data_name, target, model_key, model)
     return _file_context(UPLOADED, f"Uploaded: {model_name}", f"Your model {model_name} with data {data_name}.",
-                         model, ds, target, model_key)
+                         model, ds, target, model_key, notices)
 
 
 def _target_notices(adapter: ModelAdapter, target: str | None) -> list[str]:
@@ -134,11 +134,61 @@ def _target_notices(adapter: ModelAdapter, target: str | None) -> list[str]:
     return []
 
 
-def _file_context(name: str, title: str, description: str, model, ds, target, model_key: str) -> ModelContext:
+def _load_file_data(data_key: str, data, data_name: str, target: str | None, model_key: str, model):
+    """(model, Dataset, notices): the data loaded against the model; a library file's classifier
+    that names no classes first gets them from the target column (:func:`classes_from_target`)."""
+    from explainers.trees import NativeTreeModel
+
+    notices = []
+    if target and isinstance(model, NativeTreeModel) and getattr(model, "classes_", None) is not None:
+        plain = load_data_cached(data_key, data, data_name, target, "", None)  # the target, unchecked
+        named, notice = classes_from_target(model, plain.y, target)
+        if named is not model:
+            model, model_key = named, f"{model_key}|classes from {target}"
+        notices += [notice] if notice else []
+    return model, load_data_cached(data_key, data, data_name, target, model_key, model), notices
+
+
+def classes_from_target(model, y, target: str | None):
+    """A classifier read from a boosting library's file that names no classes predicts 0 .. k-1;
+    when the target column holds k other values, they are its classes, in sorted order (as
+    scikit-learn's LabelEncoder numbers them before such a model is fitted). Returns (the model,
+    a copy where its classes are named, and the notice saying so, or None)."""
+    import copy
+
+    import numpy as np
+    import pandas as pd
+
+    from explainers.importance.result import library_label
+    from explainers.trees import NativeTreeModel
+
+    classes = getattr(model, "classes_", None)
+    if (y is None or not isinstance(model, NativeTreeModel) or classes is None
+            or not np.array_equal(np.asarray(classes, dtype=object), np.arange(len(classes)))):
+        return model, None
+    values = pd.Series(y).dropna().unique()
+    k = len(classes)
+    if {str(v) for v in values} <= {str(i) for i in range(k)}:
+        return model, None  # the column holds the codes themselves
+    if len(values) != k:
+        return model, None  # the data's own check says which values the model does not know
+    named = copy.copy(model)
+    named.classes_ = np.asarray(sorted(values, key=lambda v: (str(type(v)), v)), dtype=object)
+    pairs = ", ".join(f"{i} = {v!r}" for i, v in enumerate(named.classes_))
+    lib = library_label(model.library)
+    return named, (f"The {lib} model file names no classes (it predicts 0 to {k - 1}); the target column "
+                   f"{target!r} holds {k} values, taken as those classes in sorted order, as scikit-learn's "
+                   f"LabelEncoder numbers them: {pairs}. If the model was trained with another numbering, recode "
+                   "the column to 0 to k-1 (or save the model with its labels).")
+
+
+def _file_context(name: str, title: str, description: str, model, ds, target, model_key: str,
+                  extra_notices=()) -> ModelContext:
     """The context of a model and data read from files (an upload, or a served model); its notices are
     the model file's notes, the data's, and the target's."""
     adapter = ModelAdapter(model, feature_names=list(ds.X.columns))
-    notices = list(getattr(model, "notes", ())) + list(ds.notices) + _target_notices(adapter, target)
+    notices = (list(getattr(model, "notes", ())) + list(ds.notices) + _target_notices(adapter, target)
+               + list(extra_notices))
     card = {
         "name": name,
         "title": title,
@@ -296,9 +346,9 @@ def _served_context(entry, model_key: str, data_key: str) -> ModelContext:
     else:
         # the path goes to the loader as the (unhashed) content: the file is read in place
         model = load_model_cached(model_key, entry.model, model_name, pickles_trusted())
-    ds = load_data_cached(data_key, entry.data, data_name, entry.target, model_key, model)
+    model, ds, notices = _load_file_data(data_key, entry.data, data_name, entry.target, model_key, model)
     return _file_context(entry.key, entry.name, entry.description or f"Your model {model_name} with data {data_name}.",
-                         model, ds, entry.target, model_key)
+                         model, ds, entry.target, model_key, notices)
 
 
 # ------------------------------------------------------------------- errors
