@@ -218,7 +218,8 @@ def _row_table(class_index: int, _ctx: ModelContext) -> pd.DataFrame:
 
 def additivity_line(res, row: int, class_index: int | None) -> str:
     """'base + contributions = prediction' with the numbers of this row, and the
-    model's own prediction (``params["model_prediction"]`` where the page added it).
+    model's own prediction (``params["model_prediction"]`` where the page added it); where
+    features are treated as missing the two differ, and the line names both.
 
     Six significant digits on the data's own scale (``192,634``, ``1.23457M``); a
     rounding residue like -1.1e-16 next to numbers of order 1 is written 0.
@@ -236,8 +237,12 @@ def additivity_line(res, row: int, class_index: int | None) -> str:
     def f(v, sign=False):
         return fmt_number(v, scale, digits=6, sign=sign)
 
-    return (f"base {f(base)} + contributions {f(total, True)} = prediction {f(base + total)} "
-            f"(model: {f(pred)})")
+    start = f"base {f(base)} + contributions {f(total, True)}"
+    if f(base + total) == f(pred):
+        return f"{start} = prediction {f(base + total)} (model: {f(pred)})"
+    # features taken out of the game (masked, or empty cells as missing): a different number, by design
+    return (f"{start} = explained {f(base + total)} (features treated as missing) · "
+            f"the model's own prediction {f(pred)}")
 
 
 def output_label(res, class_index: int | None) -> str:

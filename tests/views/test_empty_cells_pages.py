@@ -64,13 +64,15 @@ def _upload(model_bytes, data, page):
 
 
 def _line(at) -> str:
-    found = [m.value for m in at.markdown if "(model: " in m.value]
+    found = [m.value for m in at.markdown if "(model: " in m.value or "the model's own prediction" in m.value]
     assert len(found) == 1, [m.value for m in at.markdown]
     return found[0]
 
 
 def _numbers(line: str) -> tuple[float, float]:
-    m = re.search(r"= prediction (-?[\d.,]+) \(model: (-?[\d.,]+)\)", line)
+    m = (re.search(r"= prediction (-?[\d.,]+) \(model: (-?[\d.,]+)\)", line)
+         or re.search(r"= explained (-?[\d.,]+) \(features treated as missing\) · the model's own prediction "
+                      r"(-?[\d.,]+)", line))
     assert m, line
     return tuple(float(g.replace(",", "")) for g in m.groups())
 

@@ -249,4 +249,5 @@ def test_additivity_line_on_the_data_scale():
     masked = SimpleNamespace(values=np.array([[0.25, 0.5]]), base_values=np.array([1.0]),
                              predictions=np.array([1.75]), params={"model_prediction": np.array([2.125])})
     line = state.additivity_line(masked, 0, None)
-    assert line == "base 1 + contributions +0.75 = prediction 1.75 (model: 2.125)", line
+    assert line == ("base 1 + contributions +0.75 = explained 1.75 (features treated as missing) · "
+                    "the model's own prediction 2.125"), line
