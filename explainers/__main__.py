@@ -184,7 +184,7 @@ def build_parser(prog: str = "python -m explainers") -> argparse.ArgumentParser:
     g = i.add_argument_group("importance")
     g.add_argument("--target", required=True, metavar="COLUMN", help="the target column of the file")
     g.add_argument("--scoring", choices=BATCH_SCORING, default=None,
-                   help="metric (default: the model's score, accuracy or r2)")
+                   help="metric (default: neg_log_loss for a classifier with probabilities, else accuracy; r2 for a regressor)")
     g.add_argument("--n-repeats", type=_positive_int, default=5, metavar="N",
                    help="shuffles per feature (default 5)")
     return parser

@@ -352,7 +352,17 @@ def test_importance_r2_over_chunks_and_classifier_from_csv(files, tmp_path):
 
     assert r2.params["baseline_score"] == pytest.approx(r2_score(X["y"], files["rf"].predict(X[FEATURES].fillna(np.nan))), rel=1e-12)
     assert r2.importances[0] > r2.importances[3]  # a matters, d only through c*d
-    acc = importance_file(d / "clf.skops", d / "data.csv", tmp_path / "acc", target="label", chunk_rows=200)
+    # a classifier: log loss by default, the chunks' row means pooled into the whole file's
+    ll = importance_file(d / "clf.skops", d / "data.csv", tmp_path / "ll", target="label", chunk_rows=200)
+    assert ll.params["scoring"] == "neg_log_loss" and ll.importances[:2].min() > ll.importances[2:].max()
+    from sklearn.metrics import log_loss
+
+    C = pd.read_csv(d / "data.csv")
+    clf = files["clf"]
+    want = -log_loss(C["label"], clf.predict_proba(C[FEATURES]), labels=clf.classes_)
+    assert ll.params["baseline_score"] == pytest.approx(want, rel=1e-9)
+    acc = importance_file(d / "clf.skops", d / "data.csv", tmp_path / "acc", target="label", chunk_rows=200,
+                          scoring="accuracy")
     assert acc.params["scoring"] == "accuracy" and acc.importances[:2].min() > acc.importances[2:].max()
     with pytest.raises(InvalidParameterError, match="combined over chunks"):
         importance_file(d / "rf.skops", d / "data.csv", tmp_path / "x", target="y", scoring="roc_auc")

@@ -61,9 +61,10 @@ def importance_file(
     target : str
         The target column of the file.
     n_repeats : int, default=5
-    scoring : {"accuracy", "r2", "neg_mean_squared_error", "neg_root_mean_squared_error", \
+    scoring : {"neg_log_loss", "accuracy", "r2", "neg_mean_squared_error", "neg_root_mean_squared_error", \
 "neg_mean_absolute_error"}, default=None
-        None uses the model's ``score`` (accuracy or R²).
+        None: log loss for a classifier with probabilities (accuracy without them), R² for a
+        regressor.
     random_state : int, default=0
     chunk_rows : int, default=20000
         Rows per chunk: also the span of each shuffle (recorded in the manifest).
@@ -130,24 +131,20 @@ def importance_file(
 
 def _check_scoring(scoring: str | None, est, func: str) -> str:
     """The scoring to combine over chunks: the one given, or the model's own; it must suit the task."""
-    if scoring is None:
-        from ..importance._common import split_pipeline
-        from ..importance.scoring import default_scoring_name
+    from ..model import detect_task
 
-        scoring = default_scoring_name(split_pipeline(est)[1])
-        if scoring is None:
-            raise param_error("scoring", func, f"one of {list(BATCH_SCORING)} (the model has a custom score)", None)
+    task = detect_task(est)
+    if scoring is None:
+        scoring = "r2" if task == "regression" else "neg_log_loss" if hasattr(est, "predict_proba") else "accuracy"
     if scoring not in BATCH_SCORING:
         raise param_error(
             "scoring", func,
             f"one of {list(BATCH_SCORING)}: scores that can be combined over chunks", scoring)
-    from ..model import detect_task
-
-    task = detect_task(est)
-    if (task == "regression") != (scoring != "accuracy"):
-        raise param_error("scoring", func,
-                          "'accuracy' for a classifier" if task != "regression" else "a regression metric for a regressor",
-                          scoring)
+    if (task == "regression") != (scoring not in ("accuracy", "neg_log_loss")):
+        raise param_error("scoring", func, "'neg_log_loss' or 'accuracy' for a classifier" if task != "regression"
+                          else "a regression metric for a regressor", scoring)
+    if scoring == "neg_log_loss" and not hasattr(est, "predict_proba"):
+        raise param_error("scoring", func, "'accuracy' (this classifier gives no probabilities)", scoring)
     return scoring
 
 
@@ -211,7 +208,7 @@ def _file_scores(parts: list[dict], scoring: str):
     perm = np.array([p["permuted"] for p in parts])  # (chunks, p, r)
     base_mean = float((n * base).sum() / N)
     perm_mean = np.tensordot(n, perm, axes=(0, 0)) / N  # (p, r)
-    if scoring in ("accuracy", "neg_mean_squared_error", "neg_mean_absolute_error"):
+    if scoring in ("neg_log_loss", "accuracy", "neg_mean_squared_error", "neg_mean_absolute_error"):
         return base_mean, perm_mean, N
     if scoring == "neg_root_mean_squared_error":
         return -math.sqrt(-base_mean), -np.sqrt(-perm_mean), N

@@ -18,6 +18,7 @@ BATCH_METHODS = ("auto", "tree", "kernel", "exact", "linear")
 TREE_MODES = ("path_dependent", "interventional")
 #: scoring names whose value over the whole file can be combined from chunks
 BATCH_SCORING = (
+    "neg_log_loss",
     "accuracy",
     "r2",
     "neg_mean_squared_error",
@@ -26,6 +27,7 @@ BATCH_SCORING = (
 )
 #: the per-chunk metric each scoring is combined from (a mean over rows)
 _CHUNK_METRIC = {
+    "neg_log_loss": "neg_log_loss",
     "accuracy": "accuracy",
     "r2": "neg_mean_squared_error",
     "neg_mean_squared_error": "neg_mean_squared_error",

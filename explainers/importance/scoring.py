@@ -177,6 +177,8 @@ class Scorer:
     def score(self, resp: np.ndarray, idx=None) -> float:
         y = self.y if idx is None else self.y[idx]
         kw = dict(self.metric.kwargs)
+        if self.metric.response == "proba":  # log loss on rows that lack a class (a chunk of a file)
+            kw["labels"] = self.adapter.classes
         if self.sample_weight is not None:
             kw["sample_weight"] = self.sample_weight if idx is None else self.sample_weight[idx]
         return float(self.metric.sign * self.metric.func(y, resp, **kw))
