@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from dashboard.safe_text import plot
 
-from .style import FONT, MISSING, NEGATIVE, PALETTE, POSITIVE, d3_format, fmt_number, scale_of
+from .style import FONT, MISSING, NEGATIVE, PALETTE, POSITIVE, d3_format, fmt_number, legend_below, scale_of
 
 #: counts in the confusion matrix: white (none) to dark blue (many)
 CONFUSION_SCALE = "Blues"
@@ -24,9 +24,38 @@ GUESS = dict(color=MISSING, dash="dash", width=1)  # what a model that guesses d
 MAX_POINTS = 5_000
 
 
+#: the width a chart's legend has (half a page), the pixels a legend row takes, and the width of an
+#: entry: its symbol and gap, and a character of its name (Plotly puts entries side by side while they fit)
+LEGEND_WIDTH_PX = 560
+LEGEND_ROW_PX = 22
+LEGEND_ENTRY_PX, LEGEND_CHAR_PX = 48, 7
+
+
+def legend_rows(names: list[str]) -> int:
+    """Rows a horizontal legend of these entries takes at :data:`LEGEND_WIDTH_PX`."""
+    rows, used = 0, None
+    for name in names:
+        w = LEGEND_ENTRY_PX + LEGEND_CHAR_PX * len(name)
+        if used is None or used + w > LEGEND_WIDTH_PX:
+            rows, used = rows + 1, w
+        else:
+            used += w
+    return rows
+
+
 def _layout(fig: go.Figure, title: str, x: str, y: str, **kw) -> go.Figure:
-    fig.update_layout(title=dict(text=title), font=FONT, template="plotly_white", height=kw.pop("height", 380),
-                      margin=dict(l=60, r=20, t=60, b=50), xaxis_title=x, yaxis_title=y, **kw)
+    """Title, axes, and (unless ``showlegend=False``) the legend below the plot area, under the
+    x axis's title, with the figure as much taller as its rows take: it never covers a curve."""
+    kw.pop("legend", None)
+    height, bottom, top = kw.pop("height", 380), 50, 60
+    names = [str(t.name or "") for t in fig.data if t.showlegend is not False and t.type not in ("heatmap", "contour")]
+    if kw.get("showlegend", True) and names:
+        rows = legend_rows(names)
+        extra = 40 + LEGEND_ROW_PX * rows
+        height, bottom = height + extra, bottom + extra
+        kw["legend"] = legend_below(height, top, bottom, 56)
+    fig.update_layout(title=dict(text=title), font=FONT, template="plotly_white", height=height,
+                      margin=dict(l=60, r=60, t=top, b=bottom), xaxis_title=x, yaxis_title=y, **kw)
     return fig
 
 
@@ -45,6 +74,11 @@ def _decision_rule(q) -> str:
     return f" at threshold {q.threshold:.2f}" if q.threshold is not None else " (most probable class)"
 
 
+def _share(v: float) -> str:
+    """A cell's share of its actual class: a small one keeps a decimal ("0.4%", not "0%")."""
+    return f"{v:.1%}" if 0 < v < 0.095 else f"{v:.0%}"
+
+
 def confusion_figure(q, *, highlight: tuple[int, int] | None = None) -> go.Figure:
     """Counts of actual (rows) against predicted (columns) classes, with each cell's count and
     share of its actual class; ``highlight`` outlines one cell (actual, predicted)."""
@@ -53,7 +87,7 @@ def confusion_figure(q, *, highlight: tuple[int, int] | None = None) -> go.Figur
     k = len(labels)
     totals = m.sum(axis=1, keepdims=True)
     share = np.divide(m, totals, out=np.zeros(m.shape, float), where=totals > 0)
-    text = [[f"{int(m[i, j]):,}<br>({share[i, j]:.0%})" for j in range(k)] for i in range(k)]
+    text = [[f"{int(m[i, j]):,}<br>({_share(share[i, j])})" for j in range(k)] for i in range(k)]
     fig = go.Figure(go.Heatmap(
         z=m, x=labels, y=labels, text=text, texttemplate="%{text}", colorscale=CONFUSION_SCALE, showscale=False,
         hovertemplate="actual %{y}, predicted %{x}: %{z:,} rows<extra></extra>", xgap=2, ygap=2))
@@ -114,7 +148,7 @@ def roc_figure(q, *, class_index: int | None = None) -> go.Figure:
         fig.add_trace(go.Scatter(x=[fpr], y=[m["recall"]], mode="markers", name=f"threshold {q.threshold:.2f}",
                                  marker=dict(color=POSITIVE, size=11, symbol="circle-open", line=dict(width=3))))
     return _layout(fig, "ROC curve" + (" (one class against the rest)" if q.task != "binary" else ""),
-                   "false positive rate", "true positive rate", legend=dict(x=0.98, y=0.02, xanchor="right"))
+                   "false positive rate", "true positive rate")
 
 
 def pr_figure(q, *, class_index: int | None = None) -> go.Figure:
@@ -137,7 +171,7 @@ def pr_figure(q, *, class_index: int | None = None) -> go.Figure:
         fig.add_trace(go.Scatter(x=[m["recall"]], y=[m["precision"]], mode="markers",
                                  name=f"threshold {q.threshold:.2f}",
                                  marker=dict(color=POSITIVE, size=11, symbol="circle-open", line=dict(width=3))))
-    return _layout(fig, "Precision and recall", "recall", "precision", legend=dict(x=0.02, y=0.02))
+    return _layout(fig, "Precision and recall", "recall", "precision")
 
 
 def calibration_figure(q, *, class_index: int | None = None) -> go.Figure:
@@ -152,16 +186,20 @@ def calibration_figure(q, *, class_index: int | None = None) -> go.Figure:
         colour = PALETTE[(c if q.task != "binary" else n) % len(PALETTE)]
         fig.add_trace(go.Bar(x=(cal.bin_edges[cal.bins] + cal.bin_edges[cal.bins + 1]) / 2, y=cal.counts,
                              width=np.diff(cal.bin_edges)[cal.bins] / len(curves), yaxis="y2", opacity=0.25,
-                             marker_color=colour, name=f"rows per bin ({plot(cal.label)})",
+                             marker_color=colour,
+                             name="rows per bin" if q.task == "binary" else f"rows per bin ({plot(cal.label)})",
                              hovertemplate="%{y:,} rows<extra></extra>"))
         fig.add_trace(go.Scatter(
             x=cal.prob_pred, y=cal.prob_true, mode="lines+markers", line=dict(color=colour, width=2),
             name=f"{plot(cal.label)} (Brier {fmt_number(cal.brier)})", customdata=cal.counts,
             hovertemplate="mean predicted %{x:.3f}<br>observed %{y:.3f}<br>%{customdata:,} rows<extra></extra>"))
     fig = _layout(fig, "Calibration: predicted against observed", "mean predicted probability",
-                  "observed share", legend=dict(x=0.02, y=0.98), barmode="overlay")
+                  "observed share", barmode="overlay")
+    most = max((int(np.max(q.calibration[c].counts)) for c in curves if len(q.calibration[c].counts)), default=1)
+    # the rows axis from 0 (the bars' height is the count), ticks at whole rows
     fig.update_layout(yaxis=dict(range=[-0.02, 1.02]), xaxis=dict(range=[0, 1]),
-                      yaxis2=dict(overlaying="y", side="right", showgrid=False, title="rows", rangemode="tozero"))
+                      yaxis2=dict(overlaying="y", side="right", showgrid=False, title="rows",
+                                  range=[0, 1.05 * max(most, 1)], tickformat=",d", tickmode="auto", nticks=6))
     return fig
 
 
@@ -178,8 +216,7 @@ def gains_figure(q, *, class_index: int | None = None) -> go.Figure:
             customdata=np.column_stack([g.rows, g.lift]),
             hovertemplate="top %{x:.0%} of rows (%{customdata[0]:,})<br>%{y:.1%} of the class found<br>"
                           "lift %{customdata[1]:.2f}<extra></extra>"))
-    fig = _layout(fig, "Cumulative gains", "share of rows (highest probability first)", "share of the class found",
-                  legend=dict(x=0.98, y=0.02, xanchor="right"))
+    fig = _layout(fig, "Cumulative gains", "share of rows (highest probability first)", "share of the class found")
     fig.update_xaxes(tickformat=".0%")
     fig.update_yaxes(tickformat=".0%")
     return fig
@@ -236,12 +273,16 @@ def residual_histogram_figure(q, *, quantiles=(0.05, 0.25, 0.5, 0.75, 0.95)) -> 
     fig = go.Figure(go.Histogram(x=q.residuals, marker_color=PALETTE[0], opacity=0.75, name="rows",
                                  hovertemplate="residual %{x}<br>%{y:,} rows<extra></extra>"))
     scale = scale_of(q.residuals)
-    for a in quantiles:
+    for i, a in enumerate(quantiles):
         v = float(np.quantile(q.residuals, a))
+        # labels on three heights above the plot in turn: neighbouring quantiles (often close) never
+        # print on each other, nor on the bars
         fig.add_vline(x=v, line=dict(color=POSITIVE if a != 0.5 else "#000000", dash="dot", width=1),
-                      annotation_text=f"{a:.0%}: {fmt_number(v, scale)}", annotation_position="top",
-                      annotation_font_size=11)
-    return _layout(fig, "Residuals (actual − predicted) and their quantiles", "residual", "rows", showlegend=False)
+                      annotation=dict(text=f"{a:.0%}: {fmt_number(v, scale)}", font_size=11, yshift=16 * (i % 3)),
+                      annotation_position="top")
+    fig = _layout(fig, "Residuals (actual − predicted) and their quantiles", "residual", "rows", showlegend=False)
+    fig.update_layout(margin=dict(t=110), title=dict(y=0.97, yanchor="top"))
+    return fig
 
 
 # ------------------------------------------------------- a segment and the rest
@@ -267,7 +308,7 @@ def confusion_segment_figure(q_segment, q_rest, *, segment_name: str) -> go.Figu
         m = q.confusion.matrix
         totals = m.sum(axis=1, keepdims=True)
         share = np.divide(m, totals, out=np.zeros(m.shape, float), where=totals > 0)
-        text = [[f"{int(m[i, j]):,}<br>({share[i, j]:.0%})" for j in range(k)] for i in range(k)]
+        text = [[f"{int(m[i, j]):,}<br>({_share(share[i, j])})" for j in range(k)] for i in range(k)]
         fig.add_trace(go.Heatmap(
             z=m, x=labels, y=labels, text=text, texttemplate="%{text}", name=name, showscale=False,
             colorscale=[[0.0, "#FFFFFF"], [1.0, colour]], xgap=2, ygap=2,
