@@ -25,7 +25,7 @@ def comp():
     return compare_importances([
         _res([0.5, 0.3, 0.15, 0.05], "mdi", std=np.full(4, 0.01)),
         _res([0.02, 0.30, 0.10, 0.08], "permutation", std=np.full(4, 0.02),
-             params={"scoring_name": "r2"}),
+             params={"scoring_name": "r2", "n_repeats": 2}),
         _res([0.4, 0.1, 0.3, 0.2], "shap"),
     ])
 
@@ -38,7 +38,10 @@ def test_bars_one_trace_per_method_with_shares_and_error_bars(comp):
         assert t.type == "bar" and t.orientation == "h"
         assert list(t.y) == order
         np.testing.assert_allclose(t.x, comp.shares.loc[order, t.name])
-        np.testing.assert_allclose(t.error_x.array, comp.stds.loc[order, t.name])
+        # the standard error of each bar: a permutation's std / sqrt(repeats) (2 here: raw has 2 columns)
+        se = comp.stds.loc[order, t.name] / (np.sqrt(2) if "permutation" in t.name else 1.0)
+        np.testing.assert_allclose(t.error_x.array, se)
+        np.testing.assert_allclose(t.error_x.arrayminus, np.minimum(se, comp.shares.loc[order, t.name]))
     assert [t.marker.color for t in fig.data] == PALETTE[:3]
     assert fig.layout.xaxis.title.text == "Share of total importance"
     assert fig.layout.yaxis.title.text == "Feature"
@@ -51,7 +54,8 @@ def test_bars_sort_by_method_top_k_and_raw_units(comp):
     fig = importance_bars_figure(comp, sort_by="Holdout permutation (R²)", top_k=2, normalised=False)
     assert list(fig.data[0].y) == ["b", "c"]
     np.testing.assert_allclose(fig.data[0].x, [0.3, 0.15])  # mdi in its own units
-    np.testing.assert_allclose(fig.data[1].error_x.array, [0.02, 0.02])
+    np.testing.assert_allclose(fig.data[1].error_x.array, [0.02 / np.sqrt(2)] * 2)
+    assert fig.data[1].error_x.arrayminus is None  # own units: an importance may be negative
     assert "own units" in fig.layout.xaxis.title.text
     with pytest.raises(ValueError, match="sort_by='nope' is not one of the methods"):
         importance_bars_figure(comp, sort_by="nope")

@@ -15,13 +15,19 @@ from dashboard.safe_text import plot
 from .style import FONT, PALETTE, d3_format, legend_below, scale_of, short_labels
 
 
+def _per_mean(r: ImportanceResult) -> float:
+    """What turns a result's std over its repeats into the standard error of the bar (its mean)."""
+    n = (r.params or {}).get("n_repeats")
+    return 1.0 / np.sqrt(n) if isinstance(n, (int, np.integer)) and n > 1 else 1.0
+
+
 def _one_method_data(r: ImportanceResult, normalised: bool):
-    """(values, errors, order key, descriptions) of a single method."""
+    """(values, errors, order key, descriptions) of a single method; errors are standard errors."""
     idx = pd.Index(r.feature_names, name="feature")
     imp = np.clip(r.importances, 0, None)
     total = imp.sum() if imp.sum() > 0 else 1.0
     vals = pd.DataFrame({r.label: imp / total if normalised else r.importances}, index=idx)
-    errs = pd.DataFrame({r.label: r.std / total if normalised else r.std}, index=idx)
+    errs = pd.DataFrame({r.label: (r.std / total if normalised else r.std) * _per_mean(r)}, index=idx)
     return vals, errs, vals.iloc[:, 0], {r.label: r.description}
 
 
@@ -43,12 +49,13 @@ def _imp_bar_data(data, normalised: bool):
         comp = compare_importances(results)
     desc = {lab: r.description for lab, r in zip(comp.methods, comp.results)}
     if normalised:
-        return comp.shares, comp.stds, comp.shares.mean(axis=1), desc
+        ses = comp.stds * pd.Series({lab: _per_mean(r) for lab, r in zip(comp.methods, comp.results)})
+        return comp.shares, ses, comp.shares.mean(axis=1), desc
     feats = list(comp.shares.index)
     vals, errs = {}, {}
     for lab, r in zip(comp.methods, comp.results):
         pos = [r.feature_names.index(f) for f in feats]
-        vals[lab], errs[lab] = r.importances[pos], r.std[pos]
+        vals[lab], errs[lab] = r.importances[pos], r.std[pos] * _per_mean(r)
     idx = comp.shares.index
     return pd.DataFrame(vals, index=idx), pd.DataFrame(errs, index=idx), comp.shares.mean(axis=1), desc
 
@@ -69,7 +76,8 @@ def _feature_order(vals: pd.DataFrame, key: pd.Series, sort_by: str | None, top_
     return order
 
 
-def _method_bar(i: int, method: str, vals: pd.DataFrame, errs: pd.DataFrame, fmt: str, desc: dict) -> go.Bar:
+def _method_bar(i: int, method: str, vals: pd.DataFrame, errs: pd.DataFrame, fmt: str, desc: dict,
+                floor: bool = False) -> go.Bar:
     """One method's bars; feature names and texts escaped for Plotly (user text)."""
     return go.Bar(
         name=plot(method),
@@ -77,10 +85,12 @@ def _method_bar(i: int, method: str, vals: pd.DataFrame, errs: pd.DataFrame, fmt
         x=vals[method].to_numpy(),
         orientation="h",
         marker_color=PALETTE[i % len(PALETTE)],
-        error_x=dict(type="data", array=errs[method].to_numpy(), visible=True,
-                     color="#444444", thickness=1.2, width=3),
+        # the standard error of the bar (a permutation's mean over its repeats), never below 0 for a share
+        error_x=dict(type="data", array=errs[method].to_numpy(), visible=True, color="#444444", thickness=1.2,
+                     width=3, **({"arrayminus": np.minimum(errs[method].to_numpy(), vals[method].to_numpy())}
+                                if floor else {})),
         hovertemplate=(
-            f"<b>%{{y}}</b><br>{plot(method)}: %{{x:{fmt}}} ± %{{error_x.array:{fmt}}}"
+            f"<b>%{{y}}</b><br>{plot(method)}: %{{x:{fmt}}} ± %{{error_x.array:{fmt}}} (standard error)"
             f"<extra>{plot(desc.get(method, '')[:60])}</extra>"
         ),
     )
@@ -112,7 +122,8 @@ def importance_bars_figure(
     Returns
     -------
     plotly.graph_objects.Figure
-        One bar trace per method, error bars from the method's std.
+        One bar trace per method, error bars the standard error of each bar (a permutation's
+        std over its repeats / sqrt(repeats)); a share's never reaches below 0.
     """
     vals, errs, key, desc = _imp_bar_data(data, normalised)
     order = _feature_order(vals, key, sort_by, top_k)
@@ -120,7 +131,7 @@ def importance_bars_figure(
     fmt = ".1%" if normalised else d3_format(scale_of(vals.to_numpy(dtype=float), errs.to_numpy(dtype=float)))
     fig = go.Figure()
     for i, method in enumerate(vals.columns):
-        fig.add_trace(_method_bar(i, method, vals, errs, fmt, desc))
+        fig.add_trace(_method_bar(i, method, vals, errs, fmt, desc, floor=normalised))
     n_feat, n_meth = len(vals.index), len(vals.columns)
     # the legend below the x axis, a row per two methods: it never covers the title or a bar
     bottom = 80 + 22 * ((n_meth + 1) // 2)
