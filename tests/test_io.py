@@ -251,3 +251,30 @@ def test_unnamed_model_column_count(reg_data):
         load_data(_csv(X.iloc[:, :3]), model=model, filename="d.csv")
     ds = load_data(_csv(X), model=model, filename="d.csv")
     assert any("did not record its column names" in n for n in ds.notices)
+
+
+def test_empty_text_cells_get_the_same_notice_as_empty_numbers():
+    """A text column's empty cells (blank or missing) are counted and said, as a number column's are."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from explainers import load_data
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=40), "t": rng.choice(["x", "y"], 40)})
+    text = make_pipeline(SimpleImputer(strategy="constant", fill_value="missing"), OneHotEncoder(handle_unknown="ignore"))
+    model = make_pipeline(make_column_transformer((text, ["t"]), remainder="passthrough"),
+                          LinearRegression()).fit(df, df.a)
+    gappy = df.copy()
+    gappy.loc[[1, 5, 7], "t"] = None
+    gappy.loc[9, "t"] = "  "
+    gappy.loc[2, "a"] = np.nan
+    ds = load_data(gappy.to_csv(index=False).encode(), model=model, filename="d.csv")
+    said = {n.split("'")[1]: n for n in ds.notices if "is empty in" in n}
+    assert set(said) == {"a", "t"}
+    assert "empty in 1 row(s)" in said["a"]
+    assert "empty in 4 row(s)" in said["t"]  # three missing, one blank (read as missing)
+    assert int(ds.X["t"].isna().sum()) == 4

@@ -637,9 +637,11 @@ def _coerce_numeric(frame: pd.DataFrame, text_ok: set[str], notices: list[str]) 
                     "Replace them with finite numbers or leave the cells empty."
                 )
             n_nan = int(np.isnan(vals).sum())
-            if n_nan:
-                notices.append(f"Column {col!r} is empty in {n_nan} row(s); the model receives those cells empty "
-                               "(SHAP and What-if can treat empty cells as missing features instead).")
+        else:  # a text or category column: an empty cell is a missing value too
+            n_nan = int(s.isna().sum() + (s.astype(str).str.strip() == "").where(s.notna(), False).sum())
+        if n_nan:
+            notices.append(f"Column {col!r} is empty in {n_nan} row(s); the model receives those cells empty "
+                           "(SHAP and What-if can treat empty cells as missing features instead).")
     return result
 
 
