@@ -103,8 +103,16 @@ def _section_html(sec: Section, *, include_plotlyjs: bool) -> list[str]:
         parts.append(sec.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs,
                                         config={"displaylogo": False, "responsive": True}))
     if sec.table is not None:
-        parts.append(shown_frame(sec.table).to_html(float_format=lambda v: f"{v:.4g}", border=0))
+        parts.append(shown_frame(sec.table).to_html(float_format=_cell, na_rep="", border=0))
     return parts
+
+
+def _cell(v: float) -> str:
+    """A number in a report table as the pages write it: six significant digits, thousands
+    separated, no scientific notation for values of the data's size ("338,400"); empty blank."""
+    from dashboard.figures.style import fmt_number
+
+    return "" if v != v else fmt_number(v, digits=6)
 
 
 def add_sections(built: Built, sections: list[Section]) -> Built:

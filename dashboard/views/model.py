@@ -34,7 +34,9 @@ for notice in ctx.notices:
     st.info(md(notice), icon=":material/info:")
 
 st.subheader("Features")
-widgets.table(state.feature_summary(ctx.data_key, ctx.X), hide_index=True, width="stretch")
+features = state.feature_summary(ctx.data_key, ctx.X)
+# every feature in view (a table that scrolls after ten rows hides the rest), up to about fifty
+widgets.table(features, hide_index=True, width="stretch", height=min(38 + 35 * len(features), 1800))
 
 st.subheader("Switch model")
 left, right = st.columns(2)

@@ -75,3 +75,17 @@ def test_query_parameters_select_model_feature_and_row():
     at = _page("views/pdp.py", query={"model": "nope", "feature": "not_a_column", "row": "99999"})
     assert at.sidebar.selectbox(key=state.ACTIVE).value == state.DEFAULT_DEMO
     assert at.selectbox(key="pdp_f1").value == "age"
+
+
+def test_report_tables_write_numbers_as_the_pages_do():
+    """No scientific notation for values of the data's size, and an empty cell blank (not 'NaN')."""
+    import numpy as np
+    import pandas as pd
+
+    table = pd.DataFrame({"min": [338_400.0, 0.5], "max": [np.nan, 1_250.25]}, index=["price", "rate"])
+    html = report.build_report("t", {}, [report.Section("Features", table=table)])
+    from dashboard.figures.style import fmt_number
+
+    cells = [fmt_number(v, digits=6) for v in (338_400.0, 0.5, 1_250.25)]
+    assert cells[0] == "338,400" and all(f"<td>{c}</td>" in html for c in cells), cells
+    assert "e+05" not in html and "<td>NaN</td>" not in html and "<td></td>" in html
