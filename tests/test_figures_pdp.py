@@ -187,3 +187,19 @@ def test_ale2d_figure_cells_and_errors():
         ale2d_figure(ale(Three(), X, "a", n_bins=4))
     with pytest.raises(InvalidParameterError, match="one feature"):
         ale_figure(r)
+
+
+def test_a_regressors_one_output_is_called_the_prediction():
+    """A regressor's single output has no name ("0"): titles and the colour bar say "prediction"."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(120, 3)), columns=["a", "b", "c"])
+    model = LinearRegression().fit(X, X.a + X.b)
+    from dataclasses import replace
+
+    # as an uploaded file's regressor names its output (the issue saw "Partial dependence: 0 by ...")
+    two = replace(partial_dependence(model, X, ["a", "b"], grid_resolution=5), output_names=["0"])
+    fig = pdp2d_figure(two)
+    assert fig.layout.title.text == "Partial dependence: prediction by a and b"
+    assert fig.data[0].colorbar.title.text == "prediction"
+    one = pdp_figure(replace(partial_dependence(model, X, ["a"], grid_resolution=5), output_names=["0"]))
+    assert ": 0" not in (one.layout.title.text or "") and " 0 " not in (one.layout.yaxis.title.text or "")

@@ -31,6 +31,8 @@ def _pick_output(result, class_index, func: str):
     """
     names = [plot(n) for n in result.output_names]
     k = len(names)
+    if k == 1 and str(result.output_names[0]).strip() in ("", "0", "output", "y"):
+        names = ["prediction"]  # a regressor's one output has no name of its own ("0" read as a title)
     if class_index is not None:
         if k == 1:
             if class_index not in (0, None):
