@@ -72,7 +72,14 @@ def _draw(problem, free, x: pd.Series, radius: float, rng, count: int) -> pd.Dat
     """``count`` candidates around ``x``: each changes a random set of the free features, its
     radius (a random 50-100% of ``radius``) split among them by a flat Dirichlet draw, each
     numeric change up or down at random, each category change to another allowed category."""
-    cols = {name: np.repeat(np.asarray([x[name]], dtype=object), count) for name in problem.frame.columns}
+    numeric = {f.name for f in problem.features if f.kind != "categorical"}
+    cols = {}
+    for name in problem.frame.columns:  # numbers as floats from the start; categories as objects
+        if name in numeric:
+            v = pd.to_numeric(pd.Series([x[name]]), errors="coerce").to_numpy(float)[0]
+            cols[name] = np.full(count, v)
+        else:
+            cols[name] = np.repeat(np.asarray([x[name]], dtype=object), count)
     p = len(free)
     sizes = rng.integers(1, p + 1, size=count)
     # a random subset of each size: the features ranked first by a random permutation per row
@@ -102,18 +109,16 @@ def _draw(problem, free, x: pd.Series, radius: float, rng, count: int) -> pd.Dat
             v = np.round(v)
         col = cols[f.name]
         col[on] = v[on]
-    for f in problem.features:
-        if f.kind != "categorical":
-            cols[f.name] = pd.to_numeric(pd.Series(cols[f.name]), errors="coerce").to_numpy(float)
     return frame_like(problem, cols)
 
 
 def _put_back(problem, free, x, cand: pd.DataFrame, target) -> pd.DataFrame:
     """Features changed in a candidate put back to the row's own value where the target holds."""
+    names = [f.name for f in problem.features]
+    flags = problem.changes(x, cand)[1]  # a feature's column changes only in its own turn below
     for f in free:
-        col = cand[f.name]
         old = x[f.name]
-        moved = ~col.apply(lambda v: (pd.isna(v) and pd.isna(old)) or v == old or str(v) == str(old)).to_numpy()
+        moved = flags[:, names.index(f.name)]
         if not moved.any():
             continue
         trial = cand.loc[moved].copy()
@@ -174,7 +179,7 @@ def _with(cand: pd.DataFrame, numeric: list, feat: np.ndarray, values: np.ndarra
     for j, f in enumerate(numeric):
         at = sub_feat == j
         if at.any():
-            col = pd.to_numeric(out[f.name], errors="coerce").to_numpy(float).copy()
+            col = out[f.name].to_numpy(dtype=float, na_value=np.nan, copy=True)
             col[at] = sub_vals[at]
             out[f.name] = _as_column(col, cand[f.name].dtype)
     return out
