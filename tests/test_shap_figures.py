@@ -152,3 +152,28 @@ def test_dependence_points(reg_result):
     assert fig.layout.yaxis.title.text == "SHAP value of f2"
     with pytest.raises(InvalidFeatureError, match="Unknown feature 'nope'"):
         dependence_figure(res, "nope")
+
+
+def test_dependence_on_a_category_follows_the_models_order_else_the_alphabet():
+    """Categories on the x axis in the column's own (the model's) order for a categorical column,
+    alphabetical for text; never in the order the rows happen to come."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    plan = rng.choice(["silver", "gold", "bronze"], 60)
+    plan[:3] = ["silver", "gold", "bronze"]  # the rows' order of first appearance: not sorted
+    X = pd.DataFrame({"plan": plan, "x": rng.normal(size=60)})
+    y = (plan == "gold") * 2.0 + X.x
+    model = make_pipeline(make_column_transformer((OneHotEncoder(), ["plan"]), remainder="passthrough"),
+                          LinearRegression()).fit(X, y)
+    res = ExactShap(model, X.iloc[:20]).explain(X.iloc[:30])
+    assert list(pd.unique(res.data["plan"])) == ["silver", "gold", "bronze"]
+    fig = dependence_figure(res, "plan")
+    assert list(fig.layout.xaxis.categoryarray) == ["bronze", "gold", "silver"]
+    ordered = res.data.assign(plan=pd.Categorical(res.data["plan"], categories=["silver", "gold", "bronze"]))
+    from dataclasses import replace
+
+    fig = dependence_figure(replace(res, data=ordered), "plan")
+    assert list(fig.layout.xaxis.categoryarray) == ["silver", "gold", "bronze"]

@@ -577,6 +577,15 @@ def dependence_figure(
     fig.update_yaxes(title_text=f"SHAP value of {name}", tickformat=d3_format(scale))
     if pd.api.types.is_numeric_dtype(xv):
         fig.update_xaxes(tickformat=d3_format(scale_of(xv)))
+    else:  # categories in the model's order (a categorical column's), else alphabetical; not as rows come
+        col = res.data.iloc[:, j]
+        shown = list(dict.fromkeys(xv.dropna().tolist()))
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            rank = {str(c): i for i, c in enumerate(col.cat.categories)}
+            shown.sort(key=lambda v: (rank.get(str(v), len(rank)), str(v)))
+        else:
+            shown.sort(key=str)
+        fig.update_xaxes(type="category", categoryorder="array", categoryarray=plot_values(shown))
     return fig
 
 
