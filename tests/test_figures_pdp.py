@@ -70,15 +70,19 @@ def test_pdp_figure_centered_and_color_by(data):
         pdp_figure(r, color_by=(np.arange(5), "bad"))
 
 
-def test_pdp_figure_categorical_bars(data):
+def test_pdp_figure_categorical_levels(data):
     X, reg, _ = data
     r = partial_dependence(reg, X, ["grp"])
     assert r.feature_kinds == ("categorical",)
     fig = pdp_figure(r, max_ice_lines=10)
     kinds = [type(t).__name__ for t in fig.data]
-    assert kinds == ["Scatter", "Bar"]  # ICE points, PD bars; no rug for categories
+    assert kinds == ["Scatter", "Scatter"]  # ICE points, the PD's level marks; no rug for categories
     assert fig.data[0].mode == "markers" and len(fig.data[0].x) == 10 * 3
-    assert list(fig.data[1].x) == [str(v) for v in r.grid[0]]
+    pd_marks = fig.data[1]
+    assert pd_marks.name == "partial dependence" and pd_marks.marker.symbol == "line-ew"
+    assert list(pd_marks.x) == [str(v) for v in r.grid[0]]
+    np.testing.assert_allclose(pd_marks.y, r.average)
+    assert fig.layout.yaxis.range is None  # the axis fits the levels: not bars from 0
 
 
 def test_pdp_figure_classes(data):

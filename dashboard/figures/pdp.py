@@ -254,14 +254,14 @@ def _add_ice(fig: go.Figure, result, ice: np.ndarray, x, name: str, categorical:
 
 
 def _add_pd_line(fig: go.Figure, x, avg: np.ndarray, counts: np.ndarray, name: str, categorical: bool) -> None:
-    """The partial dependence on top: bars for a categorical feature, a bold line otherwise."""
+    """The partial dependence on top: a bold level mark per category for a categorical feature
+    (bars from 0 would hide differences far from 0, log prices of 11-12 say), a bold line otherwise."""
     if categorical:
-        fig.add_trace(go.Bar(
-            x=x, y=avg, name="partial dependence", marker=dict(color=PDP_COLOURS[4], line=dict(color=PDP_LINE, width=1.5)),
-            opacity=0.8, customdata=counts,
+        fig.add_trace(go.Scatter(
+            x=x, y=avg, mode="markers", name="partial dependence", customdata=counts,
+            marker=dict(symbol="line-ew", size=36, line=dict(color=PDP_LINE, width=5)),
             hovertemplate=f"{name}: %{{x}}<br>partial dependence: %{{y:{_spec(avg)}}}<br>rows: %{{customdata}}<extra></extra>",
         ))
-        fig.update_layout(barmode="overlay")
     else:
         fig.add_trace(go.Scatter(
             x=x, y=avg, mode="lines+markers", name="partial dependence",
@@ -277,10 +277,10 @@ def _add_class_lines(fig: go.Figure, result, x, counts: np.ndarray, name: str, c
         avg = result.average[..., k]
         avg = avg - avg[0] if shift else avg
         colour = PDP_COLOURS[k % len(PDP_COLOURS)]
-        if categorical:
-            fig.add_trace(go.Bar(x=x, y=avg, name=str(cname), marker_color=colour,
-                                 customdata=counts,
-                                 hovertemplate=f"{name}: %{{x}}<br>PD ({cname}): %{{y:{_spec(avg)}}}<br>rows: %{{customdata}}<extra></extra>"))
+        if categorical:  # level marks, as for one output: the classes' levels side by side
+            fig.add_trace(go.Scatter(x=x, y=avg, mode="markers", name=str(cname), customdata=counts,
+                                     marker=dict(symbol="line-ew", size=30, line=dict(color=colour, width=4)),
+                                     hovertemplate=f"{name}: %{{x}}<br>PD ({cname}): %{{y:{_spec(avg)}}}<br>rows: %{{customdata}}<extra></extra>"))
         else:
             fig.add_trace(go.Scatter(x=x, y=avg, mode="lines", name=str(cname),
                                      line=dict(color=colour, width=3), customdata=counts,
@@ -334,7 +334,7 @@ def pdp_figure(
     -------
     plotly.graph_objects.Figure
         Traces: ICE (one legend group "ice", toggled together from the
-        legend), the PD line (or bars for a categorical feature) and the rug.
+        legend), the PD line (or a level mark per category for a categorical feature) and the rug.
     """
     func = "pdp_figure"
     _check_pdp_args(result, max_ice_lines, func)

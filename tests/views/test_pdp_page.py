@@ -95,11 +95,12 @@ def test_classifier_class_switch_and_categorical(demo_cards):
     assert not at.exception
     after = _pd_trace(figures(at)[0])
     assert not np.allclose(array(before["y"]).astype(float), array(after["y"]).astype(float))
-    # diabetes 'sex' has two values: shown as a categorical feature (bars)
+    # diabetes 'sex' has two values: shown as a categorical feature (a level mark per value)
     at = _page()
     at.selectbox(key="pdp_f1").set_value("sex").run()
     assert not at.exception
-    assert figures(at)[0]["data"] and any(t["type"] == "bar" for t in figures(at)[0]["data"])
+    marks = [t for t in figures(at)[0]["data"] if t.get("name") == "partial dependence"]
+    assert marks and marks[0]["marker"]["symbol"] == "line-ew" and len(array(marks[0]["x"])) == 2
 
 
 def test_returning_to_a_feature_is_cached():
