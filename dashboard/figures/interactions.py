@@ -159,7 +159,8 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
     mat = strength.loc[feats, feats].to_numpy(dtype=float)
     labels = [plot(f) for f in feats]
     scale = noise_scale(result, class_index)
-    text = [["" if not np.isfinite(v) else fmt_number(v, scale) for v in row] for row in mat]
+    # two significant digits in a cell (the hover and the pairs table give four): they fit and read
+    text = [["" if not np.isfinite(v) else fmt_number(v, scale, digits=2) for v in row] for row in mat]
     finite = mat[np.isfinite(mat)]
     top = float(finite.max()) if finite.size else 0.0
     zmax = top if top > 1e-9 * scale else scale  # all rounding noise: draw it as the zero it is
@@ -168,6 +169,7 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
     fig = go.Figure(go.Heatmap(
         x=labels, y=labels, z=mat, zmin=0.0, zmax=zmax, colorscale=INTERACTION_SCALE, hoverinfo="skip",
         text=text, texttemplate="%{text}" if len(feats) <= 12 else None, hoverongaps=False,
+        textfont=dict(size=12 if len(feats) <= 8 else 11),
         colorbar=dict(title=dict(text="H" if kind == "h" else "mean |φᵢⱼ+φⱼᵢ|"), thickness=14,
                       tickformat=d3_format(zmax)),
         name=what, xgap=1, ygap=1,
@@ -194,8 +196,10 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
              else "Friedman's H statistic of feature pairs")
     side = max(420, min(720, 140 + 44 * len(feats)))
     fig.update_layout(
-        title=dict(text=title, x=0.01, xanchor="left"), font=FONT, template="plotly_white", height=side,
-        margin=dict(l=10, r=10, t=50, b=10), hoverlabel=dict(font_size=13), hovermode="closest",
+        # the title under the band the Plotly toolbar takes at the top (it covered a long title)
+        title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad=dict(t=34)),
+        font=FONT, template="plotly_white", height=side + 30,
+        margin=dict(l=10, r=10, t=80, b=10), hoverlabel=dict(font_size=13), hovermode="closest",
     )
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels, tickangle=-40, showgrid=False,
                      zeroline=False, side="bottom")
