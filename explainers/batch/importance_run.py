@@ -63,8 +63,7 @@ def importance_file(
     n_repeats : int, default=5
     scoring : {"neg_log_loss", "accuracy", "r2", "neg_mean_squared_error", "neg_root_mean_squared_error", \
 "neg_mean_absolute_error"}, default=None
-        None: log loss for a classifier with probabilities (accuracy without them), R² for a
-        regressor.
+        None: log loss for a classifier with probabilities (else accuracy), R² for a regressor.
     random_state : int, default=0
     chunk_rows : int, default=20000
         Rows per chunk: also the span of each shuffle (recorded in the manifest).
