@@ -101,15 +101,18 @@ def _build_report(ctx: ModelContext, feature: str, row: int, wanted, ci, bar):
 
 
 def _pdp_caption(fig) -> str:
-    """What the report's PDP figure draws, read from its traces (bars or a line, ICE lines or dots)."""
+    """What the report's PDP figure draws, read from its traces (level marks or a line, ICE lines or dots)."""
     import re
 
-    bars = any(t.type == "bar" for t in fig.data)
+    # a categorical feature's PD: a level mark per category (a bar in a segment comparison)
+    levels = any(t.type == "bar" or (t.name == "partial dependence" and getattr(t, "mode", None) == "markers")
+                 for t in fig.data)
     ice = [t for t in fig.data if getattr(t, "legendgroup", None) == "ice"]
     count = next((m.group(1) for t in ice if (m := re.search(r"\((\d[\d,]* of [\d,]+ rows)\)", t.name or ""))), None)
     ice_rows = f" (ICE, {count})" if count else " (ICE)"
-    if bars:
-        text = "Each bar is the average prediction with every row set to that category (partial dependence)."
+    if levels:
+        text = ("Each bold mark is the average prediction with every row set to that category (partial "
+                "dependence).")
         if ice:
             text += f" Each dot is one row's prediction at that category{ice_rows}."
         return text

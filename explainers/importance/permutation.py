@@ -20,7 +20,7 @@ from ..trees import tree_families
 from ._common import (DEFAULT_MAX_CELLS, Progress, check_int, check_progress, check_X, check_y, missing_rows,
                       rows_left_out_note, stack_copies)
 from .result import ImportanceResult, make_result
-from .scoring import SUPPORTED_SCORING, Scorer
+from .scoring import SCORING_LABELS, SUPPORTED_SCORING, Scorer
 
 __all__ = ["permutation_importance"]
 
@@ -156,8 +156,11 @@ def permutation_importance(
         "output": None if class_index is None else adapter.output_names[0],
     }
     of = "" if class_index is None else f" of {adapter.output_names[0]}"
+    # a loss scored negated ("neg_log_loss") reads as the loss rising
+    loss = scorer.name.startswith("neg_")
+    name = SCORING_LABELS.get(scorer.name, scorer.name)
     desc = (
-        f"Permutation importance: how much {scorer.name}{of} drops when a feature's values are "
+        f"Permutation importance: how much {name}{of} {'rises' if loss else 'drops'} when a feature's values are "
         f"shuffled among the rows given ({n_repeats} shuffles per feature)."
     )
     if n_left_out:

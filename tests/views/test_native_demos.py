@@ -114,11 +114,11 @@ def test_categorical_feature_of_the_lightgbm_demo(demo_cards):
     # the split sets of the file: LightGBM splits on the category natively
     text = build.paths("housing_lgbm")["model"].read_text()
     assert "pandas_categorical:" in text and "cat_threshold=" in text
-    # PDP of the category: one bar per category, on the PDP page
+    # PDP of the category: one level mark per category, in the model's order, on the PDP page
     at = open_page("views/pdp.py", "housing_lgbm", query={"model": "housing_lgbm", "feature": "coast"})
     assert not at.exception
-    bars = [t for t in figures(at)[0]["data"] if t.get("type") == "bar"]
-    assert bars and list(array(bars[0]["x"])) == list(build.COAST)
+    marks = [t for t in figures(at)[0]["data"] if t.get("name") == "partial dependence"]
+    assert marks and list(array(marks[0]["x"])) == list(build.COAST)
     json.dumps(card)  # the card stays plain JSON
     assert np.isfinite(card["metric"]["value"])
 

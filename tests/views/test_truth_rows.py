@@ -205,7 +205,7 @@ def test_report_previews_its_sections_before_the_download():
     assert any("3 section(s)" in c.value for c in at.caption)
 
 
-def test_report_caption_of_a_categorical_pdp_says_bars(passengers):
+def test_report_caption_of_a_categorical_pdp_says_level_marks(passengers):
     model_bytes, data = passengers
     at = _upload(data, model_bytes, page="views/pdp.py")
     at.selectbox(key="pdp_f1").set_value("sex").run()
@@ -213,7 +213,7 @@ def test_report_caption_of_a_categorical_pdp_says_bars(passengers):
     at.switch_page("views/report.py").run()
     assert not at.exception, at.exception
     line = next(m.value for m in at.markdown if "Partial dependence and ICE: sex" in m.value)
-    assert "Each bar is the average prediction" in line and "Each dot is one row" in line
+    assert "Each bold mark is the average prediction" in line and "Each dot is one row" in line
     assert "thin line" not in line and "bold line" not in line
 
 
