@@ -46,7 +46,6 @@ def legend_rows(names: list[str]) -> int:
 def _layout(fig: go.Figure, title: str, x: str, y: str, **kw) -> go.Figure:
     """Title, axes, and (unless ``showlegend=False``) the legend below the plot area, under the
     x axis's title, with the figure as much taller as its rows take: it never covers a curve."""
-    kw.pop("legend", None)
     height, bottom, top = kw.pop("height", 380), 50, 60
     names = [str(t.name or "") for t in fig.data if t.showlegend is not False and t.type not in ("heatmap", "contour")]
     if kw.get("showlegend", True) and names:
@@ -342,4 +341,4 @@ def predicted_actual_segment_figure(q_segment, q_rest, *, segment_name: str, tar
                           "<extra></extra>"))
     return _layout(fig, f"Predicted against actual: segment (R² {fmt_number(q_segment.metrics['r2'])}) and rest "
                         f"(R² {fmt_number(q_rest.metrics['r2'])})", f"actual {plot(target)}",
-                   f"predicted {plot(target)}", legend=dict(x=0.02, y=0.98))
+                   f"predicted {plot(target)}")
