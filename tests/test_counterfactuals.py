@@ -1049,8 +1049,7 @@ def test_greedy_first_answer_is_valid_and_never_nearer_than_the_optimum():
         bs, cells = _box_search(rf, XL, row, 1)
         pt = bs.origin.copy()
         no = np.zeros((1, len(bs.free)), np.bool_)
-        args = (bs.roots, bs.left, bs.right, bs.slot, bs.fixed_left, bs.cum_off, bs.cum, bs.kind, bs.cut,
-                bs.leaf_score, bs.const, bs.lower, bs.any_of)
+        args = bs._routes()
         dist = _greedy(pt, bs.ncell, *args, bs.cost_off, bs.cost, no, 0, 4 * len(bs.free) + 8)
         got, _ = bs.solve(60)
         if not np.isfinite(dist):

@@ -486,18 +486,19 @@ class BoxSearch:
                 size = int(min(max(size * SLICE_SECONDS / max(now - t, 1e-6), 64), 1 << 20))
         return sp, False
 
+    def _routes(self) -> tuple:
+        """The trees, their routing of the cells and the target, as the compiled searches take them."""
+        return (self.roots, self.left, self.right, self.slot, self.fixed_left, self.cum_off, self.cum, self.kind,
+                self.cut, self.leaf_score, self.const, self.lower, self.any_of)
+
     def warm(self):
         """Compile the searches (a first call in a process), so that is not time spent searching."""
         F = len(self.free)
         box = np.zeros((1, F), np.int64)
         no = np.zeros((1, F), np.bool_)
-        _search(box, box, np.zeros(1), 0, 0, np.asarray([np.inf]), np.zeros(F, np.int64), self.roots, self.left,
-                self.right, self.slot, self.fixed_left, self.cum_off, self.cum, self.kind, self.cut,
-                self.leaf_score, self.const, self.lower, self.any_of, self.cost_off, self.cost, self.origin,
-                self.unimodal, no, 0)
-        _greedy(self.origin.copy(), self.ncell, self.roots, self.left, self.right, self.slot, self.fixed_left,
-                self.cum_off, self.cum, self.kind, self.cut, self.leaf_score, self.const, self.lower, self.any_of,
-                self.cost_off, self.cost, no, 0, 0)
+        _search(box, box, np.zeros(1), 0, 0, np.asarray([np.inf]), np.zeros(F, np.int64), *self._routes(),
+                self.cost_off, self.cost, self.origin, self.unimodal, no, 0)
+        _greedy(self.origin.copy(), self.ncell, *self._routes(), self.cost_off, self.cost, no, 0, 0)
 
     def forbid(self, changed: list[int]):
         row = np.asarray([j in changed for j in self.free], np.bool_)
@@ -512,15 +513,13 @@ class BoxSearch:
         best = np.asarray([np.inf])
         best_pt = np.zeros(F, np.int64)
         banned = np.ascontiguousarray(self.banned) if len(self.banned) else np.zeros((1, F), np.bool_)
-        args = (best, best_pt, self.roots, self.left, self.right, self.slot, self.fixed_left, self.cum_off,
-                self.cum, self.kind, self.cut, self.leaf_score, self.const, self.lower, self.any_of,
-                self.cost_off, self.cost, self.origin, self.unimodal, banned, len(self.banned))
+        args = (best, best_pt, *self._routes(), self.cost_off, self.cost, self.origin, self.unimodal, banned,
+                len(self.banned))
         t0 = time.perf_counter()
         # a first answer, quickly: greedy moves of one feature at a time (inf when they stall)
         g_pt = self.origin.copy()
-        g_dist = _greedy(g_pt, self.ncell, self.roots, self.left, self.right, self.slot, self.fixed_left,
-                         self.cum_off, self.cum, self.kind, self.cut, self.leaf_score, self.const, self.lower,
-                         self.any_of, self.cost_off, self.cost, banned, len(self.banned), 4 * F + 8) if F else np.inf
+        g_dist = _greedy(g_pt, self.ncell, *self._routes(), self.cost_off, self.cost, banned, len(self.banned),
+                         4 * F + 8) if F else np.inf
         far = float(sum(self.cost[o:o + k].max() for o, k in zip(self.cost_off, self.ncell))) if F else 0.0
         cap = FIRST_CAP
         while True:
