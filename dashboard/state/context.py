@@ -137,16 +137,25 @@ def _target_notices(adapter: ModelAdapter, target: str | None) -> list[str]:
 def _load_file_data(data_key: str, data, data_name: str, target: str | None, model_key: str, model):
     """(model, Dataset, notices): the data loaded against the model; a library file's classifier
     that names no classes first gets them from the target column (:func:`classes_from_target`)."""
-    from explainers.trees import NativeTreeModel
-
     notices = []
-    if target and isinstance(model, NativeTreeModel) and getattr(model, "classes_", None) is not None:
+    if target and _unnamed_classes(model):  # only then is the target read first
         plain = load_data_cached(data_key, data, data_name, target, "", None)  # the target, unchecked
         named, notice = classes_from_target(model, plain.y, target)
         if named is not model:
             model, model_key = named, f"{model_key}|classes from {target}"
         notices += [notice] if notice else []
     return model, load_data_cached(data_key, data, data_name, target, model_key, model), notices
+
+
+def _unnamed_classes(model) -> bool:
+    """Whether the model is a library file's classifier whose classes are only 0 .. k-1."""
+    import numpy as np
+
+    from explainers.trees import NativeTreeModel
+
+    classes = getattr(model, "classes_", None)
+    return (isinstance(model, NativeTreeModel) and classes is not None
+            and np.array_equal(np.asarray(classes, dtype=object), np.arange(len(classes))))
 
 
 def classes_from_target(model, y, target: str | None):
@@ -160,14 +169,11 @@ def classes_from_target(model, y, target: str | None):
     import pandas as pd
 
     from explainers.importance.result import library_label
-    from explainers.trees import NativeTreeModel
 
-    classes = getattr(model, "classes_", None)
-    if (y is None or not isinstance(model, NativeTreeModel) or classes is None
-            or not np.array_equal(np.asarray(classes, dtype=object), np.arange(len(classes)))):
+    if y is None or not _unnamed_classes(model):
         return model, None
     values = pd.Series(y).dropna().unique()
-    k = len(classes)
+    k = len(model.classes_)
     if {str(v) for v in values} <= {str(i) for i in range(k)}:
         return model, None  # the column holds the codes themselves
     if len(values) != k:
