@@ -98,7 +98,7 @@ def test_permutation_importance_of_several_targets_equals_scikit_learn(data):
             ref = sk_permutation(model, X, Y[:, k], n_repeats=3, random_state=1, scoring=r2_of)
             one = permutation_importance(model, X, Y[:, k], n_repeats=3, random_state=1, class_index=k)
             np.testing.assert_allclose(one.raw, ref.importances, rtol=1e-12, atol=1e-12, err_msg=name)
-            assert one.label == f"Holdout permutation (R², output {k})" and f"r2 of output {k}" in one.description
+            assert one.label == f"Holdout permutation (R², output {k})" and f"R² of output {k} drops" in one.description
             ref = sk_permutation(model, X, Y[:, k], n_repeats=3, random_state=1, scoring=mae_of)
             one = permutation_importance(model, X, Y, n_repeats=3, random_state=1, class_index=k,
                                          scoring="neg_mean_absolute_error")

@@ -428,7 +428,7 @@ def test_explain_auto_picks_tree():
     "kwargs, err, match",
     [
         ({"mode": "kernel"}, InvalidParameterError, "'mode' parameter of TreeShap"),
-        ({"output": "proba", "model": "gb"}, InvalidParameterError, "nonlinear function"),
+        ({"output": "proba", "model": "gb"}, InvalidParameterError, "exactly in mode='interventional'"),
         ({"output": "log_odds", "model": "rf"}, InvalidParameterError, "log-odds"),
         ({"n_jobs": 0}, InvalidParameterError, "'n_jobs'"),
         ({"model": "ridge"}, InvalidModelError, "Use ExactShap or KernelShap"),

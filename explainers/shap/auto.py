@@ -207,7 +207,8 @@ def explain(
         "n_samples": n_samples,
         "random_state": random_state,
         "max_evals": max_evals,
-        "mode": tree_mode or ("path_dependent" if background is None else "interventional"),
+        # probabilities of a boosting model are a game against background rows (a sample of X when none is given)
+        "mode": tree_mode or ("path_dependent" if background is None and output != "proba" else "interventional"),
     }
     if options["mode"] not in ("path_dependent", "interventional"):
         raise param_error("tree_mode", "explain", "'path_dependent', 'interventional' or None", tree_mode)

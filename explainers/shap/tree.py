@@ -29,7 +29,7 @@ import numpy as np
 from ..trees import TreeEnsemble, flatten_model, is_tree_model
 from ..trees.library import native_form
 from ..trees.inputs import tree_inputs
-from ..errors import InvalidModelError, param_error
+from ..errors import ExplainerError, InvalidModelError, param_error
 from ..model import ModelAdapter
 from . import _tree_kernels as K
 from ._common import (
@@ -117,10 +117,13 @@ class TreeShap:
     output : {"auto", "raw", "proba", "log_odds"}, default="auto"
         ``"auto"`` and ``"raw"`` explain what the trees add up to: the
         regression value, the class probabilities of a forest or single tree,
-        the margin (log-odds) of a boosting classifier. ``"proba"`` is accepted
-        for forests and trees, ``"log_odds"`` for binary boosting, where they
-        mean the same; other outputs are not sums of tree values (use
-        :class:`~explainers.shap.ExactShap` or :class:`~explainers.shap.KernelShap`).
+        the margin (log-odds) of a boosting classifier. ``"proba"`` for forests
+        and trees means the same; for a boosting classifier in
+        ``mode="interventional"`` it explains the probabilities exactly, by the
+        game of each (row, background row) pair (see
+        :mod:`explainers.shap._proba_game`: exponential only in the features on
+        which the two rows take different branches, at most 16). ``"log_odds"``
+        is accepted for binary boosting (its margin).
     class_index : int, default=None
         Explain only this output column.
     feature_names : sequence of str, default=None
@@ -190,11 +193,19 @@ class TreeShap:
                 "Use ExactShap or KernelShap, or explain(method='auto')."
             )
         ens = flatten_model(est)
-        adapter_output = self._adapter_output(est, ens, output)
+        #: the probabilities of a boosting classifier: the exact game of each background pair
+        self.probability_game = output == "proba" and ens.transform in ("sigmoid", "softmax")
+        if self.probability_game and mode != "interventional":
+            raise param_error(
+                "output", f"TreeShap for {type(est).__name__} in mode={mode!r}",
+                "'auto' or 'raw' (the path-dependent game explains the margin its trees add up to; "
+                "probabilities are explained exactly in mode='interventional', against a background)",
+                output)
+        adapter_output = "proba" if self.probability_game else self._adapter_output(est, ens, output)
         self.adapter = make_adapter(
             model, feature_names=feature_names, output=adapter_output, class_index=class_index
         )
-        if self.adapter._n_cols != ens.n_raw:  # pragma: no cover - a flatten/adapter mismatch
+        if self.adapter._n_cols != (ens.n_outputs if self.probability_game else ens.n_raw):  # pragma: no cover - a flatten/adapter mismatch
             raise InvalidModelError(
                 f"TreeShap cannot line up the {ens.n_raw} tree outputs of this "
                 f"{type(est).__name__} with its {self.adapter._n_cols} prediction columns."
@@ -510,9 +521,6 @@ class TreeShap:
             note = "given but not used" if self.background is not None else "none"
             params.update(n_background=0, background=f"{note} (path-dependent: tree cover)")
 
-        k = ens.n_raw
-        out = np.zeros((n, p, k))
-        pred = np.zeros((n, k))
         state = {"done": 0}
 
         def tick(m: int) -> None:
@@ -520,21 +528,13 @@ class TreeShap:
             if progress is not None:
                 progress(state["done"], n)
 
-        n_table = n_text = 0
-        groups = pattern_groups(mask) if mask.any() else [(np.arange(p), np.arange(n))]
-        for present, rows in groups:
-            masked = np.ones(p, dtype=bool)
-            masked[present] = False
-            plan = self._plan_for(masked, len(rows), bg)
-            n_table = max(n_table, len(plan.table_trees))
-            n_text = max(n_text, len(plan.text_trees))
-            self._run_rows(plan, Xp, rows.astype(np.int64), bg, out, pred, tick)
-
-        values = ens.scale * out
-        preds = ens.base[None, :] + ens.scale * pred
+        if self.probability_game:
+            values, base, preds = self._probability_values(Xp, mask, bg, tick, frame, params)
+        else:
+            values, base, preds = self._margin_values(Xp, mask, bg, tick, params)
+            base = np.repeat(base_raw[None, :], n, axis=0)
         # masked features are not players: make their zero exact (no -0.0 or round-off)
         values[np.broadcast_to(mask[:, :, None], values.shape)] = 0.0
-        base = np.repeat(base_raw[None, :], n, axis=0)
         ci = adapter.class_index
         if ci is not None:
             values, base, preds = values[:, :, ci : ci + 1], base[:, ci : ci + 1], preds[:, ci : ci + 1]
@@ -542,12 +542,6 @@ class TreeShap:
         label = output_label(adapter)
         if ens.transform == "exp":
             label = "margin"  # a log-link regressor's trees add up to log(prediction)
-        params.update(
-            n_trees=ens.n_trees,
-            trees_with_tables=int(n_table),
-            trees_textbook=int(n_text),
-            table_mb=round(sum(pl.nbytes for pl in self._plans.values()) / 2**20, 3),
-        )
         return ShapResult(
             values=shape_output(values, multi),
             base_values=shape_output(base, multi),
@@ -560,6 +554,47 @@ class TreeShap:
             data=frame.copy(),
             params=params,
         )
+
+    def _margin_values(self, Xp: np.ndarray, mask: np.ndarray, bg, tick, params: dict):
+        """(values, None, predictions) of what the trees add up to, by leaf tables or the
+        textbook recursion, per missing pattern."""
+        ens = self.ensemble
+        n, p = Xp.shape
+        out = np.zeros((n, p, ens.n_raw))
+        pred = np.zeros((n, ens.n_raw))
+        n_table = n_text = 0
+        groups = pattern_groups(mask) if mask.any() else [(np.arange(p), np.arange(n))]
+        for present, rows in groups:
+            masked = np.ones(p, dtype=bool)
+            masked[present] = False
+            plan = self._plan_for(masked, len(rows), bg)
+            n_table = max(n_table, len(plan.table_trees))
+            n_text = max(n_text, len(plan.text_trees))
+            self._run_rows(plan, Xp, rows.astype(np.int64), bg, out, pred, tick)
+        params.update(
+            n_trees=ens.n_trees,
+            trees_with_tables=int(n_table),
+            trees_textbook=int(n_text),
+            table_mb=round(sum(pl.nbytes for pl in self._plans.values()) / 2**20, 3),
+        )
+        return ens.scale * out, None, ens.base[None, :] + ens.scale * pred
+
+    def _probability_values(self, Xp: np.ndarray, mask: np.ndarray, bg, tick, frame, params: dict):
+        """(values, base values, predictions) of the probability game (see _proba_game)."""
+        from ._proba_game import MAX_PAIR_BITS, TooManyPlayers, probability_values
+
+        try:
+            values, base, preds, players = probability_values(self, Xp, mask, bg, tick)
+        except TooManyPlayers as exc:
+            raise ExplainerError(
+                f"Probability-scale SHAP values of row {frame.index[exc.args[0]]!r} are out of reach: "
+                f"against a background row it takes different branches on more than {MAX_PAIR_BITS} "
+                f"features, so its exact game has over 2**{MAX_PAIR_BITS} coalitions. Explain the "
+                "margin (log-odds) instead (output='raw', exact by Tree SHAP), or use fewer features."
+            ) from None
+        params.update(n_trees=self.ensemble.n_trees, game="probability (exact, per background row)",
+                      players_max=int(players.max(initial=0)))
+        return values, base, preds
 
     def interactions(
         self,
@@ -590,5 +625,8 @@ class TreeShap:
         """
         from .interactions import tree_interactions
 
+        if self.probability_game:
+            raise param_error("output", "TreeShap.interactions", "'auto' or 'raw' (interaction values "
+                              "are those of the margin the trees add up to)", "proba")
         return tree_interactions(self, X, missing, nan_is_missing=nan_is_missing,
                                  progress=progress, random_state=random_state)
