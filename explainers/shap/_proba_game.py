@@ -111,13 +111,12 @@ def _margins(d, n_rec, rec_in, rec_out, rec_leaf, rec_tree, tree_output, value, 
     coefficients are summed, and one sum over subsets (d passes over the 2**d coalitions)
     turns them into the margins: ``m[S] = sum of the coefficients of the subsets of S``.
     """
-    n_raw = m.shape[1]
+    n_raw = m.shape[0]
     n_s = np.int64(1) << d
-    for s in range(n_s):
-        for c in range(n_raw):
-            m[s, c] = 0.0
     for c in range(n_raw):
-        m[0, c] = base[c]
+        for s in range(n_s):
+            m[c, s] = 0.0
+        m[c, 0] = base[c]
     for r in range(n_rec):
         node = rec_leaf[r]
         col = tree_output[rec_tree[r]]
@@ -130,16 +129,18 @@ def _margins(d, n_rec, rec_in, rec_out, rec_leaf, rec_tree, tree_output, value, 
             s = inm | sub
             sign = -scale if pop[sub] & 1 else scale
             for c in range(c0, c1):
-                m[s, c] += sign * value[node, c]
+                m[c, s] += sign * value[node, c]
             if sub == 0:
                 break
             sub = (sub - 1) & outm
-    for j in range(d):
-        one = np.int64(1) << j
-        for s in range(n_s):
-            if s & one:
-                for c in range(n_raw):
-                    m[s, c] += m[s ^ one, c]
+    for c in range(n_raw):  # the sum over subsets, one player at a time (contiguous runs)
+        mc = m[c]
+        one = np.int64(1)
+        while one < n_s:
+            for hi in range(0, n_s, 2 * one):
+                for lo in range(hi, hi + one):
+                    mc[lo + one] += mc[lo]
+            one <<= 1
 
 
 @njit(cache=True, nogil=True)
@@ -171,8 +172,9 @@ def proba_rows(X, rows, bg_left, masked, node_offsets, feature, threshold, left,
     dfeat = np.zeros(max_bits + 1, np.int64)
     nd = np.zeros(1, np.int64)
     full_n = np.int64(1) << max_bits
-    m = np.empty((full_n, n_raw))
-    v = np.empty((full_n, k_out))
+    m = np.empty((n_raw, full_n))
+    v = np.empty((k_out, full_n))
+    wv = np.empty(full_n)
     pop = np.zeros(full_n, np.int64)
     for s in range(1, full_n):
         pop[s] = pop[s >> 1] + (s & 1)
@@ -212,48 +214,51 @@ def proba_rows(X, rows, bg_left, masked, node_offsets, feature, threshold, left,
             _margins(d, n_rec, rec_in, rec_out, rec_leaf, rec_tree, tree_output, value, scale, base,
                      m, pop)
             # the game's values: probabilities of each coalition
-            for s in range(n_s):
-                if softmax:
+            if softmax:
+                for s in range(n_s):
                     top = -np.inf
                     for c in range(n_raw):
-                        z = m[s, c]
-                        if z > top:
-                            top = z
+                        if m[c, s] > top:
+                            top = m[c, s]
                     tot = 0.0
                     for c in range(n_raw):
-                        e = np.exp(m[s, c] - top)
-                        v[s, c] = e
+                        e = np.exp(m[c, s] - top)
+                        v[c, s] = e
                         tot += e
                     for c in range(n_raw):
-                        v[s, c] /= tot
-                else:
-                    z = m[s, 0]
+                        v[c, s] /= tot
+            else:
+                v0 = v[0]
+                v1 = v[1]
+                m0 = m[0]
+                for s in range(n_s):
+                    z = m0[s]
                     if z >= 0:
                         q = 1.0 / (1.0 + np.exp(-z))
                     else:
                         e = np.exp(z)
                         q = e / (1.0 + e)
-                    v[s, 0] = 1.0 - q
-                    v[s, 1] = q
+                    v0[s] = 1.0 - q
+                    v1[s] = q
             for c in range(k_out):
-                basev[row, c] += inv_b * v[0, c]
-                pred[row, c] += inv_b * v[full, c]
+                basev[row, c] += inv_b * v[c, 0]
+                pred[row, c] += inv_b * v[c, full]
             if d == 0:
                 continue
-            # a sigmoid's two columns are p and 1 - p: the second's values are the first's negated
-            c_lo = 0 if softmax else 1
-            for j in range(d):
-                for c in range(k_out):
-                    phi[j, c] = 0.0
+            # phi_j = sum over S without j of W(|S|) (v(S + j) - v(S)), in contiguous runs;
+            # a sigmoid's two columns are 1 - p and p: the first's values are the second's negated
             for s in range(n_s):
-                w = W[d, pop[s]]
+                wv[s] = W[d, pop[s]]
+            c_lo = 0 if softmax else 1
+            for c in range(c_lo, k_out):
+                vc = v[c]
                 for j in range(d):
                     one = np.int64(1) << j
-                    if s & one:
-                        continue
-                    s1 = s | one
-                    for c in range(c_lo, k_out):
-                        phi[j, c] += w * (v[s1, c] - v[s, c])
+                    acc = 0.0
+                    for hi in range(0, n_s, 2 * one):
+                        for lo in range(hi, hi + one):
+                            acc += wv[lo] * (vc[lo + one] - vc[lo])
+                    phi[j, c] = acc
             for j in range(d):
                 f = dfeat[j]
                 if not softmax:
