@@ -100,6 +100,13 @@ with st.sidebar:
             "Output", choices, help="The model predicts several targets; the pages explain this one.",
             **state.bind(state.CLASS_INDEX, choices[0], options=choices),
         )
+    if (scales := state.scale_choices(ctx)) is not None:  # a classifier with probabilities
+        st.radio(
+            "Scale", scales, horizontal=True,
+            help="What the pages explain: the probability of the class, or its log-odds log(p / (1 - p)) "
+                 "(for boosting and linear models the margin their trees or coefficients add up to).",
+            **state.bind(state.SCALE, state.PROBABILITY, options=scales),
+        )
     if (held := state.target_output_choices(ctx)) is not None:  # which output the one target column is
         st.selectbox(
             f"Target column {md(str(ctx.card.get('target') or ctx.y.name))!s} holds", held,

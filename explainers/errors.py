@@ -30,6 +30,11 @@ class InvalidParameterError(ExplainerError):
     """A parameter value is out of range or of the wrong type."""
 
 
+class OutOfReachError(ExplainerError):
+    """The exact answer asked for costs more than the limit allows (the message says which
+    question is exact and affordable instead); never answered by an estimate in its place."""
+
+
 def param_error(name: str, func: str, expected: str, got) -> InvalidParameterError:
     """Build the one message template used for parameter errors.
 

@@ -11,7 +11,7 @@ import pytest
 import xgboost
 from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier
 
-from explainers.errors import ExplainerError, InvalidParameterError
+from explainers.errors import InvalidParameterError, OutOfReachError
 from explainers.shap import ExactShap, TreeShap, explain
 from explainers.shap import _proba_game
 
@@ -129,8 +129,10 @@ def test_too_many_players_is_refused_with_the_reason(monkeypatch):
     X, y2, _ = _data()
     model = MODELS["sklearn-gb"](X, y2)
     monkeypatch.setattr(_proba_game, "MAX_PAIR_BITS", 2)
-    with pytest.raises(ExplainerError, match=r"more than 2 features.*margin \(log-odds\)"):
+    with pytest.raises(OutOfReachError, match=r"more than 2 features.*margin \(log-odds\)"):
         TreeShap(model, X[:10], mode="interventional", output="proba").explain(X[200:203])
+    with pytest.raises(OutOfReachError):  # explain() says so too, instead of estimating it by KernelShap
+        explain(model, X[200:203], background=X[:10], output="proba")
     with pytest.raises(InvalidParameterError, match="mode='interventional'"):
         TreeShap(model, output="proba")
     with pytest.raises(InvalidParameterError, match="interaction values"):

@@ -39,11 +39,13 @@ submodule; patch it where it is looked up (``costs.predict_seconds_per_row``), n
 """
 from .cache import ResultCache, result_cache
 from .operator import BATCH_ROOT_FLAG, BATCH_ROOTS_ENV, TRUST_ENV, TRUST_FLAG, batch_roots, pickles_trusted
-from .outputs import (NO_TARGET_OUTPUT, class_index, default_target_output, margin_caption, one_margin, output_choices,
+from .outputs import (LOG_ODDS, PROBABILITY, SCALES, effects_model, output_scale, scale_choices, scale_key,
+                      NO_TARGET_OUTPUT, class_index, default_target_output, margin_caption, one_margin, output_choices,
                       pdp_class, picker_label, shap_class, target_output, target_output_choices)
 from .uploads import on_load_upload, on_pick_demo
 from .attribution import (
     SHAP_METHODS,
+    shap_setting,
     additivity_line,
     explain_row,
     explain_sample,
@@ -85,6 +87,7 @@ from .context import (
 from .session import (
     ACTIVE,
     CLASS_INDEX,
+    SCALE,
     TARGET_OUTPUT,
     DATA_FILE,
     DEFAULT_DEMO,

@@ -16,7 +16,7 @@ import pandas as pd
 from .cache import result_cache
 from .context import ModelContext
 from .costs import shap_is_fast
-from .outputs import target_output
+from .outputs import adapter_output, log_odds_output, shap_output, target_output
 from .rows import _nested_rows, _RowStore, background
 from .worker import _POLL_S, in_worker
 
@@ -44,6 +44,56 @@ def _with_model_prediction(ctx: ModelContext, res, frame: pd.DataFrame):
     return replace(res, params={**res.params, "model_prediction": pred})
 
 
+def _out_of_reach_note(exc: BaseException) -> str:
+    return (f"{exc} Shown on the **log-odds** scale instead, where Tree SHAP is exact.").replace(
+        " Explain the margin (log-odds) instead (output='raw', exact by Tree SHAP), or use fewer features.", "")
+
+
+def _reach(ctx: ModelContext, method: str) -> dict:
+    """Per model, data and method: the note of a probability game found out of reach (one
+    sample's pair that parts on too many features), so later runs go to log-odds at once."""
+    return result_cache().get_or_compute(("proba_reach", ctx.model_key, ctx.data_key, method), dict)
+
+
+def shap_setting(ctx: ModelContext, method: str) -> tuple[str, str | None]:
+    """(explain's output, a note or None) for the SHAP views of this model, method and Scale."""
+    output, note = shap_output(ctx, method, len(background(ctx)))
+    if output == "proba" and _reach(ctx, method).get("note"):
+        return log_odds_output(ctx), _reach(ctx, method)["note"]
+    return output, note
+
+
+def _noted(res, note: str | None):
+    return res if not note else replace(res, params={**res.params, "scale_note": note})
+
+
+def explain_on_scale(ctx: ModelContext, frame: pd.DataFrame, method: str, missing: tuple[str, ...],
+                     empty_as_missing: bool, output: str):
+    """SHAP values of the rows ``frame`` with ``explain``'s ``output`` (from :func:`shap_setting`);
+    a probability game out of reach is explained on log-odds, ``params["scale_note"]`` saying why.
+    The model's own prediction is added (:func:`_with_model_prediction`)."""
+    from explainers.errors import OutOfReachError
+    from explainers.shap import explain
+
+    def run(out):
+        return explain(ctx.model, frame, background=background(ctx), method=method, missing=list(missing) or None,
+                       output=out, nan_is_missing=True if empty_as_missing else "auto")
+
+    why = None
+    try:
+        res = run(output)
+    except OutOfReachError as exc:
+        if output != "proba":
+            raise
+        res, why = run(log_odds_output(ctx)), _out_of_reach_note(exc)
+    return _with_model_prediction(ctx, _noted(res, why), frame)
+
+
+def with_note(res, note: str | None):
+    """A cached result with the setting's note (kept out of the cache: two settings share it)."""
+    return _noted(res, note) if note and not res.params.get("scale_note") else res
+
+
 def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ...], notice=None,
                 empty_as_missing: bool = False):
     """SHAP values of one row with the given features masked, cached per setting.
@@ -54,20 +104,18 @@ def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ..
     runs, and Streamlit's Stop and any widget change take effect at once instead of
     after the computation. Empty cells are values the model receives unless
     ``empty_as_missing`` (or the model cannot take them: see ``params["nan_reason"]``).
+    The sidebar's Scale picks the output (:func:`shap_setting`); a probability game out
+    of reach for this row is explained on log-odds, with ``params["scale_note"]`` saying why.
     """
+    output, note = shap_setting(ctx, method)
+
     def compute():
-
-        from explainers.shap import explain
-
-        res = explain(ctx.model, ctx.X.iloc[[row]], background=background(ctx),
-                      method=method, missing=list(missing) or None,
-                      nan_is_missing=True if empty_as_missing else "auto")
-        res = _with_model_prediction(ctx, res, ctx.X.iloc[[row]])
+        res = explain_on_scale(ctx, ctx.X.iloc[[row]], method, missing, empty_as_missing, output)
         # the explained row keeps its number, so a figure of it says "Row 123" by itself
         return replace(res, data=res.data.set_axis(pd.Index([row])))
 
-    key = ("shap_row", ctx.model_key, ctx.data_key, row, method, missing, bool(empty_as_missing))
-    return in_worker(key, compute, notice)
+    key = ("shap_row", ctx.model_key, ctx.data_key, row, method, output, missing, bool(empty_as_missing))
+    return with_note(in_worker(key, compute, notice), note)
 
 
 #: seconds one block of rows should take: long enough to share work within the block,
@@ -75,8 +123,8 @@ def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ..
 _BLOCK_S = 0.5
 
 
-def _explain_rows(ctx: ModelContext, method: str, positions: np.ndarray, store: _RowStore, cancel: threading.Event,
-                  state: dict, first_block: int) -> None:
+def _explain_rows(ctx: ModelContext, method: str, output: str, positions: np.ndarray, store: _RowStore,
+                  cancel: threading.Event, state: dict, first_block: int) -> None:
     """Worker thread: explain the unclaimed rows of ``positions`` block by block into ``store``."""
     from explainers.shap import explain
 
@@ -90,7 +138,7 @@ def _explain_rows(ctx: ModelContext, method: str, positions: np.ndarray, store: 
             state["partial"] = 0
             t0 = time.perf_counter()
             try:
-                res = explain(ctx.model, ctx.X.iloc[rows], background=bg, method=method,
+                res = explain(ctx.model, ctx.X.iloc[rows], background=bg, method=method, output=output,
                               progress=lambda done, total: state.__setitem__("partial", done))
             except BaseException:
                 store.release(rows)
@@ -117,12 +165,27 @@ def explain_sample(ctx: ModelContext, n_rows: int, method: str, progress=None):
 
     ``params["rows"]`` holds the sampled rows' positions in the data as loaded (as a
     batch run's sample does): see :func:`attributions_frame`; they are ``data``'s
-    index too, so hover text names the rows as the row pickers do.
+    index too, so hover text names the rows as the row pickers do. The sidebar's Scale
+    picks the output (:func:`shap_setting`); a probability game out of reach for a row
+    of the sample puts the whole sample on log-odds, ``params["scale_note"]`` saying why.
     """
+    from explainers.errors import OutOfReachError
+
+    output, note = shap_setting(ctx, method)
+    try:
+        return _noted(_explain_sample(ctx, n_rows, method, output, progress), note)
+    except OutOfReachError as exc:
+        if output != "proba":
+            raise
+        note = _reach(ctx, method).setdefault("note", _out_of_reach_note(exc))
+        return _noted(_explain_sample(ctx, n_rows, method, log_odds_output(ctx), progress), note)
+
+
+def _explain_sample(ctx: ModelContext, n_rows: int, method: str, output: str, progress=None):
     positions = _nested_rows(len(ctx.X), n_rows)
-    store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method), _RowStore)
+    store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method, output), _RowStore)
     total = len(positions)
-    fast = method in ("tree", "linear") or (method == "auto" and shap_is_fast(ctx))
+    fast = shap_is_fast(ctx, method, output)
     cancel = threading.Event()
     state: dict = {}
     worker = None
@@ -135,7 +198,7 @@ def explain_sample(ctx: ModelContext, n_rows: int, method: str, progress=None):
                 if "error" in state:
                     raise state["error"]
                 worker = threading.Thread(target=_explain_rows, name="glassbox-shap-sample", daemon=True,
-                                          args=(ctx, method, positions, store, cancel, state, 256 if fast else 1))
+                                          args=(ctx, method, output, positions, store, cancel, state, 256 if fast else 1))
                 worker.start()
             if progress is not None:
                 progress(min(done + int(state.get("partial", 0)), total), total)
@@ -180,21 +243,35 @@ def attributions_frame(res) -> pd.DataFrame:
     return frame
 
 
-def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContext, notice=None) -> pd.DataFrame:
+def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContext, notice=None,
+              output: str = "auto") -> pd.DataFrame:
     """Per row: the prediction (of the chosen class) and, with a target, the error.
 
-    Cached per model, data and class; computed in a worker thread (:func:`in_worker`),
-    ``notice`` showing that it runs when a slow model takes a while over every row.
+    ``output``: the explanation's (``explain``'s output), so a row picker lists the
+    predictions on the scale of the chart next to it. Cached per model, data, class and
+    output; computed in a worker thread (:func:`in_worker`), ``notice`` showing that it
+    runs when a slow model takes a while over every row.
     """
-    key = ("row_table", model_key, data_key, class_index, target_output(_ctx))
-    table = in_worker(key, lambda: _row_table(class_index, _ctx), notice)
+    key = ("row_table", model_key, data_key, class_index, target_output(_ctx), output)
+    table = in_worker(key, lambda: _row_table(class_index, _ctx, output), notice)
     return table.copy()  # the cached one is shared by every session: never hand it out to be changed
 
 
-def _row_table(class_index: int, _ctx: ModelContext) -> pd.DataFrame:
-    pred = _ctx.adapter.predict(_ctx.X)
+def _scaled(ctx: ModelContext, output: str):
+    """The adapter whose predictions are on the scale of ``explain``'s ``output``."""
+    want = adapter_output(output, ctx)
+    if want in ("auto", ctx.adapter.output):
+        return ctx.adapter
+    try:
+        return ctx.adapter.with_output(want)
+    except Exception:  # noqa: BLE001 - a margin the adapter cannot give: log-odds are the same for two classes
+        return ctx.adapter.with_output("log_odds") if ctx.task == "binary" else ctx.adapter
+
+
+def _row_table(class_index: int, _ctx: ModelContext, output: str = "auto") -> pd.DataFrame:
+    pred = _scaled(_ctx, output).predict(_ctx.X)
     if pred.ndim == 2:
-        pred = pred[:, class_index]
+        pred = pred[:, min(class_index, pred.shape[1] - 1)]
     table = pd.DataFrame({"row": np.arange(len(_ctx.X)), "prediction": pred})
     if _ctx.task != "regression":  # the class the model predicts (a margin's sign or argmax is not shown)
         table["predicted"] = _ctx.adapter.predict_labels(_ctx.X).astype(str)

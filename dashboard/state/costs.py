@@ -9,20 +9,30 @@ import time
 import numpy as np
 import pandas as pd
 
+from explainers.errors import ExplainerError
+
 from .cache import result_cache
 from .context import ModelContext
 from .rows import _nested_rows, _RowStore, background, sample_rows
 from .warmup import wait_for_warmup
 
 
-def shap_is_fast(ctx: ModelContext) -> bool:
-    """Whether the automatic SHAP method for this model is a fast one (linear or tree)."""
+def shap_is_fast(ctx: ModelContext, method: str = "auto", output: str = "auto") -> bool:
+    """Whether SHAP with this method and output is a fast one (linear or tree on what the model
+    adds up to). Probabilities of a boosting model are not: their exact game grows with 2**d,
+    d the features on which a row and a background row part, so they are measured."""
+    from .outputs import _margin_is_native
+
+    if method in ("exact", "kernel") or (output == "proba" and _margin_is_native(ctx)):
+        return False
+    if method in ("tree", "linear"):
+        return True
     try:
         from explainers.shap import auto
     except Exception:
         return False
     try:
-        method, _ = auto.choose_method(ctx.model, ctx.X.shape[1], 100)
+        method, _ = auto.choose_method(ctx.model, ctx.X.shape[1], 100, output=output)
     except Exception:
         return False
     return method in ("linear", "tree")
@@ -32,10 +42,10 @@ def shap_is_fast(ctx: ModelContext) -> bool:
 COST_PROBE_ROWS, SLOW_VIEW_S = 2, 10.0
 
 
-def shap_seconds_per_row(ctx: ModelContext, method: str) -> float:
-    """Seconds one row of SHAP takes with this method, measured once on a small probe
-    (cached per model, data and method; 0 for the fast tree and linear methods)."""
-    if method in ("tree", "linear") or (method == "auto" and shap_is_fast(ctx)):
+def shap_seconds_per_row(ctx: ModelContext, method: str, output: str = "auto") -> float:
+    """Seconds one row of SHAP takes with this method and output, measured once on a small
+    probe (cached per model, data, method and output; 0 for the fast tree and linear methods)."""
+    if shap_is_fast(ctx, method, output):
         return 0.0
 
     def probe() -> float:
@@ -44,18 +54,21 @@ def shap_seconds_per_row(ctx: ModelContext, method: str) -> float:
         wait_for_warmup()
         rows = sample_rows(ctx, COST_PROBE_ROWS)
         t0 = time.perf_counter()
-        explain(ctx.model, rows, background=background(ctx), method=method)
+        try:
+            explain(ctx.model, rows, background=background(ctx), method=method, output=output)
+        except ExplainerError:  # out of reach on this scale: the page falls back, and says so
+            return 0.0
         return (time.perf_counter() - t0) / max(1, len(rows))
 
-    return float(result_cache().get_or_compute(("shap_cost", ctx.model_key, ctx.data_key, method), probe))
+    return float(result_cache().get_or_compute(("shap_cost", ctx.model_key, ctx.data_key, method, output), probe))
 
 
-def sample_cost(ctx: ModelContext, method: str, n_rows: int) -> tuple[float, int]:
+def sample_cost(ctx: ModelContext, method: str, n_rows: int, output: str = "auto") -> tuple[float, int]:
     """(estimated seconds for the rows of a sample not yet explained, rows that fit in SLOW_VIEW_S)."""
-    per_row = shap_seconds_per_row(ctx, method)
+    per_row = shap_seconds_per_row(ctx, method, output)
     if per_row <= 0:
         return 0.0, n_rows
-    store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method), _RowStore)
+    store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method, output), _RowStore)
     positions = _nested_rows(len(ctx.X), n_rows)
     left = len(positions) - store.done(positions)
     return per_row * left, max(10, int(SLOW_VIEW_S / per_row) // 10 * 10)

@@ -7,6 +7,7 @@ import numpy as np
 
 from .cache import result_cache
 from .context import ModelContext
+from .outputs import effects_model, scale_key, scale_named
 
 
 PDP_MAX_ROWS = 2_000  # rows behind a PDP/ICE on the page; a seeded sample above that
@@ -20,12 +21,12 @@ def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, perc
     def compute():
         from explainers.pdp import partial_dependence
 
-        return partial_dependence(
-            ctx.model, ctx.X, list(features), grid_resolution=grid_resolution, percentiles=percentiles,
+        return scale_named(partial_dependence(
+            effects_model(ctx), ctx.X, list(features), grid_resolution=grid_resolution, percentiles=percentiles,
             kind="both" if len(features) == 1 else "average", sample=sample, random_state=0,
-        )
+        ), ctx)
 
-    key = ("pdp", ctx.model_key, ctx.data_key, features, grid_resolution, percentiles, sample)
+    key = ("pdp", ctx.model_key, ctx.data_key, features, grid_resolution, percentiles, sample, scale_key(ctx))
     return result_cache().get_or_compute(key, compute)
 
 
@@ -34,10 +35,11 @@ def ale(ctx: ModelContext, feature, n_bins: int):
     def compute():
         from explainers.ale import ale as ale_fn
 
-        return ale_fn(ctx.model, ctx.X, list(feature) if isinstance(feature, tuple) else feature,
-                      n_bins=n_bins)
+        return scale_named(ale_fn(effects_model(ctx), ctx.X, list(feature) if isinstance(feature, tuple) else feature,
+                                  n_bins=n_bins), ctx)
 
-    return result_cache().get_or_compute(("ale", ctx.model_key, ctx.data_key, feature, n_bins), compute)
+    return result_cache().get_or_compute(("ale", ctx.model_key, ctx.data_key, feature, n_bins, scale_key(ctx)),
+                                         compute)
 
 
 def pdp_by_segment(ctx: ModelContext, active, feature: str, grid_resolution: int,
@@ -60,9 +62,11 @@ def pdp_by_segment(ctx: ModelContext, active, feature: str, grid_resolution: int
         if categorical:  # a category the part lacks has no rows to average there
             present = set(X[feature].dropna().tolist())
             grid = [v for v in grid if v in present]
-        return partial_dependence(ctx.model, X, [feature], grid_resolution=grid_resolution, percentiles=percentiles,
-                                  custom_values={feature: grid}, categorical_features=[feature] if categorical else [],
-                                  kind="average", sample=max_rows if len(X) > max_rows else None, random_state=0)
+        return scale_named(partial_dependence(
+            effects_model(ctx), X, [feature], grid_resolution=grid_resolution, percentiles=percentiles,
+            custom_values={feature: grid}, categorical_features=[feature] if categorical else [],
+            kind="average", sample=max_rows if len(X) > max_rows else None, random_state=0), ctx)
 
-    key = ("pdp_segment", ctx.model_key, ctx.data_key, active.key, feature, grid_resolution, percentiles, max_rows)
+    key = ("pdp_segment", ctx.model_key, ctx.data_key, active.key, feature, grid_resolution, percentiles, max_rows,
+           scale_key(ctx))
     return result_cache().get_or_compute(key, lambda: (part(active.rows), part(active.rest)))

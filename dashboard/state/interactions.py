@@ -23,7 +23,7 @@ from explainers import ExplainerError
 
 from .cache import result_cache
 from .context import ModelContext, error_message
-from .outputs import class_index, output_index
+from .outputs import class_index, effects_model, output_index, scale_key
 from .rows import background, sample_rows
 
 #: SHAP interaction values on the page: rows in the seeded sample by default (tree models)
@@ -200,9 +200,9 @@ def h_pairs(ctx: ModelContext, features: tuple[str, ...], n_rows: int = H_ROWS):
     def compute():
         from explainers.interactions import h_statistic
 
-        return h_statistic(ctx.model, sample_rows(ctx, n), features=list(features), sample=None, class_index=ci)
+        return h_statistic(effects_model(ctx), sample_rows(ctx, n), features=list(features), sample=None, class_index=ci)
 
-    return result_cache().get_or_compute(("interactions_h", ctx.model_key, ctx.data_key, n, ci, tuple(features)),
+    return result_cache().get_or_compute(("interactions_h", ctx.model_key, ctx.data_key, n, ci, tuple(features), scale_key(ctx)),
                                          compute)
 
 
@@ -218,10 +218,10 @@ def h_overall(ctx: ModelContext, n_rows: int = H_ROWS):
     def compute():
         from explainers.interactions import h_statistic
 
-        return h_statistic(ctx.model, sample_rows(ctx, n), pairs=[(cols[0], cols[1])], features=cols,
+        return h_statistic(effects_model(ctx), sample_rows(ctx, n), pairs=[(cols[0], cols[1])], features=cols,
                            sample=None, class_index=ci)
 
-    return result_cache().get_or_compute(("interactions_h_overall", ctx.model_key, ctx.data_key, n, ci), compute)
+    return result_cache().get_or_compute(("interactions_h_overall", ctx.model_key, ctx.data_key, n, ci, scale_key(ctx)), compute)
 
 
 def interaction_class(res, ctx: ModelContext) -> int | None:
@@ -279,11 +279,11 @@ def strongest_partner(ctx: ModelContext, feature: str, n_rows: int = SHAP_ROWS) 
         def compute():
             from explainers.interactions import h_statistic
 
-            return h_statistic(ctx.model, sample_rows(ctx, n), pairs=[(feature, c) for c in cols if c != feature],
+            return h_statistic(effects_model(ctx), sample_rows(ctx, n), pairs=[(feature, c) for c in cols if c != feature],
                                sample=None, class_index=ci)
 
         res = result_cache().get_or_compute(
-            ("interactions_h_partner", ctx.model_key, ctx.data_key, n, ci, feature), compute)
+            ("interactions_h_partner", ctx.model_key, ctx.data_key, n, ci, feature, scale_key(ctx)), compute)
         strength = interaction_strength(res)
         scale = 1.0
     row = strength.loc[feature].drop(feature).astype(float)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .session import CLASS_INDEX, TARGET_OUTPUT, value
+from .session import CLASS_INDEX, SCALE, TARGET_OUTPUT, value
 
 if TYPE_CHECKING:
     from .context import ModelContext
@@ -105,3 +105,109 @@ def target_output(ctx: ModelContext) -> int | None:
     label = value(TARGET_OUTPUT)
     label = str(label) if label is not None and str(label) in choices else default_target_output(ctx)
     return None if label == NO_TARGET_OUTPUT else choices.index(label)
+
+
+# ------------------------------------------------------------------ the scale
+#: the sidebar's Scale for a classifier with probabilities: what every page explains
+PROBABILITY, LOG_ODDS = "probability", "log-odds"
+SCALES = (PROBABILITY, LOG_ODDS)
+
+
+def scale_choices(ctx: ModelContext) -> tuple[str, ...] | None:
+    """The Scale choices of a classifier that gives probabilities; None for any other model
+    (a regressor, or a classifier with a decision function only: its margin is all it has)."""
+    if ctx.classes is None or ctx.adapter.output == "raw" or not hasattr(ctx.model, "predict_proba"):
+        return None
+    return SCALES
+
+
+def output_scale(ctx: ModelContext) -> str | None:
+    """The sidebar's Scale (probability unless the user picked log-odds); None where there is none."""
+    choices = scale_choices(ctx)
+    if choices is None:
+        return None
+    picked = value(SCALE)
+    return picked if picked in choices else PROBABILITY
+
+
+def scale_key(ctx: ModelContext) -> str:
+    """The scale's part of a cache key ("" for a model without a Scale)."""
+    return output_scale(ctx) or ""
+
+
+def effects_model(ctx: ModelContext):
+    """What PDP/ICE, ALE, H statistics and What-if predictions are computed on: the model
+    itself (its probabilities, or its values), or an adapter giving each class's log-odds
+    ``log(p / (1 - p))`` when the Scale says log-odds."""
+    if output_scale(ctx) == LOG_ODDS:
+        return ctx.adapter.with_output("log_odds", class_index=None)
+    return ctx.model
+
+
+def _margin_is_native(ctx: ModelContext) -> bool:
+    """Whether the model's own sum is its log-odds (margin): boosting trees, linear models."""
+    from explainers.shap.linear import is_linear_model
+    from explainers.trees import flatten_model, is_tree_model
+
+    model = ctx.model
+    if is_tree_model(model):
+        try:
+            return flatten_model(model).transform in ("sigmoid", "softmax")
+        except Exception:  # noqa: BLE001 - not readable as trees: no native margin
+            return False
+    return is_linear_model(model) or hasattr(model, "decision_function")
+
+
+def log_odds_output(ctx: ModelContext) -> str:
+    """``explain``'s output for the log-odds scale: the model's own margin where its trees or
+    coefficients add up to one ("auto": Tree SHAP, Linear SHAP, exact), each class's log-odds
+    otherwise (a forest, a neural network)."""
+    return "auto" if _margin_is_native(ctx) else "log_odds"
+
+
+def shap_output(ctx: ModelContext, method: str, n_background: int) -> tuple[str, str | None]:
+    """``explain``'s output for the sidebar's Scale and the SHAP method, and a note where the
+    page must show another scale than the one picked (and why)."""
+    scale = output_scale(ctx)
+    if scale is None:
+        return "auto", None
+    if scale == LOG_ODDS:
+        return log_odds_output(ctx), None
+    if method == "linear":
+        return "auto", ("Linear SHAP explains the decision function: the values are on the log-odds scale. "
+                        "Pick Method **exact** or **kernel** for probabilities.")
+    if method in ("exact", "kernel", "tree"):
+        return "proba", None
+    from explainers.shap.auto import choose_method
+
+    chosen, _ = choose_method(ctx.model, ctx.X.shape[1], n_background, output="proba")
+    if chosen == "kernel":
+        p = ctx.X.shape[1]
+        return log_odds_output(ctx), (
+            f"Probability-scale SHAP values of this model would be a sampled estimate (Kernel SHAP: "
+            f"2**{p} coalitions are too many to evaluate); shown on the **log-odds** scale, where they "
+            "are exact. Pick Method **kernel** for the estimate on probabilities.")
+    return "proba", None
+
+
+def adapter_output(explain_output: str, ctx: ModelContext) -> str:
+    """The ModelAdapter output whose predictions match ``explain``'s output (for row pickers
+    and the model's own prediction next to an explanation)."""
+    if explain_output == "auto":
+        return "raw" if _margin_is_native(ctx) else "auto"
+    return explain_output
+
+
+def scale_named(res, ctx: ModelContext):
+    """An effect result (PDP, ALE) whose output names say the scale: "P(yes)" or "log-odds(yes)",
+    so every title, axis and legend built from them names what the numbers are."""
+    scale = output_scale(ctx)
+    names = getattr(res, "output_names", None)
+    if scale is None or not names:
+        return res
+    import dataclasses
+
+    from dashboard.figures.style import output_words
+
+    kind = "proba" if scale == PROBABILITY else "log_odds"
+    return dataclasses.replace(res, output_names=[output_words(kind, str(n), compact=True) for n in names])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .attribution import _with_model_prediction
+from .attribution import explain_on_scale, shap_setting, with_note
 from .cache import result_cache
 from .context import ModelContext
 from .outputs import class_index
@@ -30,18 +30,16 @@ def edited_row(ctx: ModelContext, values: tuple) -> tuple[pd.DataFrame, tuple]:
 
 
 def explain_edited(ctx: ModelContext, values: tuple, missing: tuple[str, ...], empty_as_missing: bool = False):
-    """SHAP values (automatic method) of one edited row (:func:`edited_row`), cached by its values and mask."""
+    """SHAP values (automatic method, on the sidebar's Scale) of one edited row (:func:`edited_row`),
+    cached by its values, mask and output."""
     row, key_values = edited_row(ctx, values)
+    output, note = shap_setting(ctx, "auto")
 
     def compute():
-        from explainers.shap import explain
+        return explain_on_scale(ctx, row, "auto", missing, empty_as_missing, output)
 
-        res = explain(ctx.model, row, background=background(ctx), missing=list(missing) or None,
-                      nan_is_missing=True if empty_as_missing else "auto")
-        return _with_model_prediction(ctx, res, row)
-
-    return result_cache().get_or_compute(
-        ("whatif", ctx.model_key, ctx.data_key, key_values, missing, bool(empty_as_missing)), compute)
+    return with_note(result_cache().get_or_compute(
+        ("whatif", ctx.model_key, ctx.data_key, key_values, missing, bool(empty_as_missing), output), compute), note)
 
 
 def verdict(ctx: ModelContext, values: tuple, at: float) -> tuple[str, float] | None:

@@ -17,9 +17,11 @@ def show_error(exc: BaseException) -> None:
 ctx = state.current()
 st.title("Why this prediction?")
 
-table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx,
-                        notice=Working("Predicting every row…"))
 c1, c2, c3 = st.columns([2, 2, 1])
+method = c3.selectbox("Method", state.SHAP_METHODS, **state.bind("shap_method", "auto", options=state.SHAP_METHODS))
+output, _ = state.shap_setting(ctx, method)  # the sidebar's Scale, as this method can give it
+table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx,
+                        notice=Working("Predicting every row…"), output=output)
 picks = ["index", "highest prediction", "lowest prediction"] + (["largest error"] if "error" in table else [])
 pick_by = c1.radio("Pick a row by", picks, horizontal=True, **state.bind("shap_pick", "index", options=picks))
 last = len(ctx.X) - 1
@@ -32,7 +34,6 @@ else:
     row = int(c2.selectbox("Row", top, format_func=lambda r: f"row {r}: prediction {fmt_number(table.prediction[r])}"
                            + (f", error {fmt_number(table.error[r])}" if "error" in table else ""),
                            **state.bind("shap_row_sorted", top[0], options=top)))
-method = c3.selectbox("Method", state.SHAP_METHODS, **state.bind("shap_method", "auto", options=state.SHAP_METHODS))
 masked = st.multiselect("Treat as missing", list(ctx.X.columns),
                         help="A missing feature leaves the game: it gets exactly 0 and the prediction "
                              "is averaged over the background for it.",
@@ -52,6 +53,8 @@ except Exception as exc:
     show_error(exc)
     st.stop()
 ci = state.shap_class(res, ctx)
+if res.params.get("scale_note"):
+    st.info(res.params["scale_note"], icon=":material/info:")
 draw = figures.waterfall_figure if view == "waterfall" else figures.force_figure
 st.plotly_chart(draw(res, 0, class_index=ci, max_display=12, row_label=row), key="shap_local")
 st.markdown(f"**{state.additivity_line(res, 0, ci)}**")
@@ -84,12 +87,12 @@ else:
                f"at start (repeatable) or `{state.BATCH_ROOTS_ENV}`.")
 g1, g2 = st.columns(2)
 n_rows = int(g1.number_input("Rows in the sample", 10, 20_000, step=10,
-                             **state.bind("shap_n", 1_000 if state.shap_is_fast(ctx) else 30,
+                             **state.bind("shap_n", 1_000 if state.shap_is_fast(ctx, method, output) else 30,
                                           valid=lambda v: 10 <= v <= 20_000)))
 if source == "a sample of the data":
     with st.spinner("Measuring how long a row takes…"):
         try:
-            cost, fits = state.sample_cost(ctx, method, n_rows)
+            cost, fits = state.sample_cost(ctx, method, n_rows, output)
         except Exception:  # noqa: BLE001 - the run itself will say what is wrong
             cost, fits = 0.0, n_rows
     if cost > state.SLOW_VIEW_S:
@@ -125,6 +128,8 @@ if show:
         st.stop()
     bar.empty()
     gci = state.shap_class(glob, ctx)
+    if glob.params.get("scale_note"):
+        st.info(glob.params["scale_note"], icon=":material/info:")
     left, right = st.columns(2)
     left.plotly_chart(figures.beeswarm_figure(glob, class_index=gci), key="shap_beeswarm")
     right.plotly_chart(figures.mean_abs_figure(glob, class_index=gci), key="shap_meanabs")

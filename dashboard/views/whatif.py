@@ -94,6 +94,8 @@ except Exception as exc:
     widgets.show_error(exc)
     st.stop()
 ci = state.shap_class(after, ctx)
+if after.params.get("scale_note"):
+    st.info(after.params["scale_note"], icon=":material/info:")
 pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
 label = state.output_label(after, ci)
 changed = [c for c in ctx.X.columns if not _same(edited[c], original[c])]

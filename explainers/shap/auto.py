@@ -15,7 +15,7 @@ import inspect
 from dataclasses import replace
 from typing import Sequence
 
-from ..errors import ExplainerError, param_error
+from ..errors import ExplainerError, OutOfReachError, param_error
 from ..model import detect_task
 from ._common import Progress, as_frame, check_int, make_adapter
 from .exact import MAX_EXACT_EVALS, ExactShap
@@ -223,7 +223,8 @@ def explain(
     try:
         res = _call(EXPLAINERS[chosen], base_model, background, options, frame, missing, nan_is_missing, progress)
     except ExplainerError as exc:
-        if method != "auto" or chosen != "tree":
+        # an exact answer out of reach is said, not swapped for KernelShap's estimate of it
+        if method != "auto" or chosen != "tree" or isinstance(exc, OutOfReachError):
             raise
         # TreeShap declined this model: fall back to the model-agnostic choice
         chosen, reason2 = choose_method(

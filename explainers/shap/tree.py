@@ -29,7 +29,7 @@ import numpy as np
 from ..trees import TreeEnsemble, flatten_model, is_tree_model
 from ..trees.library import native_form
 from ..trees.inputs import tree_inputs
-from ..errors import ExplainerError, InvalidModelError, param_error
+from ..errors import InvalidModelError, OutOfReachError, param_error
 from ..model import ModelAdapter
 from . import _tree_kernels as K
 from ._common import (
@@ -586,7 +586,7 @@ class TreeShap:
         try:
             values, base, preds, players = probability_values(self, Xp, mask, bg, tick)
         except TooManyPlayers as exc:
-            raise ExplainerError(
+            raise OutOfReachError(
                 f"Probability-scale SHAP values of row {frame.index[exc.args[0]]!r} are out of reach: "
                 f"against a background row it takes different branches on more than {MAX_PAIR_BITS} "
                 f"features, so its exact game has over 2**{MAX_PAIR_BITS} coalitions. Explain the "
