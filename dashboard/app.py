@@ -19,7 +19,10 @@ from dashboard import server  # noqa: E402
 
 # first of all: the project's server settings, wherever Streamlit was started from
 server.apply_runtime_settings()
-st.set_page_config(page_title="Glassbox — explain your model", page_icon=":material/search_insights:", layout="wide")
+# the icon ships with the app: a Material icon here would be fetched from fonts.gstatic.com
+# by every page (offline: a failed request on each load)
+st.set_page_config(page_title="Glassbox — explain your model", page_icon=str(Path(__file__).parent / "assets" / "glassbox.png"),
+                   layout="wide")
 if problem := server.exposure_problem():
     st.error(problem, icon=":material/block:")
     st.stop()

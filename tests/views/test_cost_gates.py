@@ -10,7 +10,7 @@ from tests.views._app import load_demo, open_page
 @pytest.fixture
 def slow(monkeypatch):
     monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 0.001)  # 1,000 rows/s
-    monkeypatch.setattr(costs, "shap_seconds_per_row", lambda ctx, method: 0.01)
+    monkeypatch.setattr(costs, "shap_seconds_per_row", lambda ctx, method, output="auto": 0.01)
 
 
 def _warnings(at):
@@ -44,7 +44,7 @@ def test_shap_global_view_estimates_and_offers_fewer_rows(slow):
     at.selectbox(key="shap_method").set_value("kernel").run()
     at.number_input(key="shap_n").set_value(5000).run()  # more than the data has: all 442 rows
     assert not any("Explaining" in w for w in _warnings(at))  # 442 x 0.01 s: under 10 s
-    costs.shap_seconds_per_row = lambda ctx, method: 0.05  # (undone by the fixture's monkeypatch)
+    costs.shap_seconds_per_row = lambda ctx, method, output="auto": 0.05  # (undone by the fixture's monkeypatch)
     at.run()
     assert any("Explaining 442 rows" in w and "**22 s**" in w for w in _warnings(at)), _warnings(at)
     fewer = [b for b in at.button if b.label.startswith("Use ")]
