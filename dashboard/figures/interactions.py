@@ -24,7 +24,8 @@ from explainers.errors import InvalidFeatureError, param_error
 
 from dashboard.safe_text import plot, plot_values
 
-from .style import FONT, MISSING, PALETTE, POSITIVE, VALUE_SCALE, d3_format, fmt_number, output_words, scale_of
+from .style import (FONT, MISSING, PALETTE, POSITIVE, VALUE_SCALE, d3_format, fmt_number, output_words, scale_of,
+                    short_labels)
 
 #: sequential scale of interaction strength: white (none) to dark blue (strong)
 INTERACTION_SCALE = "Blues"
@@ -128,6 +129,10 @@ def noise_scale(result, class_index=None) -> float:
 
 
 # ------------------------------------------------------------------ heatmap
+#: characters of a feature name on the heatmap's axes
+LABEL_CHARS = 22
+
+
 def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
                                class_index: int | None = None, highlight: tuple | None = None) -> go.Figure:
     """Pair strengths of the strongest features as a heatmap (off-diagonal cells only).
@@ -157,7 +162,9 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
     names = list(strength.index)
     feats = top_features(strength, max_features) if features is None else _check_features(names, features, func)
     mat = strength.loc[feats, feats].to_numpy(dtype=float)
-    labels = [plot(f) for f in feats]
+    # long names keep their start and end (the hover gives the full name): the matrix keeps its width
+    labels = short_labels([plot(f) for f in feats], LABEL_CHARS)
+    full = [plot(f) for f in feats]
     scale = noise_scale(result, class_index)
     # two significant digits in a cell (the hover and the pairs table give four): they fit and read
     text = [["" if not np.isfinite(v) else fmt_number(v, scale, digits=2) for v in row] for row in mat]
@@ -170,7 +177,7 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
         x=labels, y=labels, z=mat, zmin=0.0, zmax=zmax, colorscale=INTERACTION_SCALE, hoverinfo="skip",
         text=text, texttemplate="%{text}" if len(feats) <= 12 else None, hoverongaps=False,
         textfont=dict(size=12 if len(feats) <= 8 else 11),
-        colorbar=dict(title=dict(text="H" if kind == "h" else "mean |φᵢⱼ+φⱼᵢ|"), thickness=14,
+        colorbar=dict(title=dict(text="H" if kind == "h" else "mean |φᵢⱼ+φⱼᵢ|", side="right"), thickness=12,
                       tickformat=d3_format(zmax)),
         name=what, xgap=1, ygap=1,
     ))
@@ -178,11 +185,12 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
     fmt = d3_format(scale_of(finite) if finite.size else 1.0)
     fig.add_trace(go.Scatter(
         x=[labels[b] for _, b in cells], y=[labels[a] for a, _ in cells], mode="markers",
-        customdata=[[a, b, mat[a, b]] for a, b in cells],
+        customdata=[[a, b, mat[a, b], full[a], full[b]] for a, b in cells],
         marker=dict(symbol="square", size=max(12, min(60, 520 // max(len(feats), 1))), opacity=0.0,
                     color="#000000"),
         selected=dict(marker=dict(opacity=0.0)), unselected=dict(marker=dict(opacity=0.0)),
-        hovertemplate=f"%{{y}} × %{{x}}<br>{what}: %{{customdata[2]:{fmt}}}<br>click to see this pair<extra></extra>",
+        hovertemplate=(f"%{{customdata[3]}} × %{{customdata[4]}}<br>{what}: %{{customdata[2]:{fmt}}}"
+                       "<br>click to see this pair<extra></extra>"),
         showlegend=False, name="pick a pair",
     ))
     if highlight is not None:
@@ -194,7 +202,7 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
                               line=dict(color=POSITIVE, width=3), fillcolor="rgba(0,0,0,0)")
     title = (f"Mean |SHAP interaction| of feature pairs{unit}" if kind == "shap"
              else "Friedman's H statistic of feature pairs")
-    side = max(420, min(720, 140 + 44 * len(feats)))
+    side = max(420, min(760, 160 + 40 * len(feats)))
     fig.update_layout(
         # the title under the band the Plotly toolbar takes at the top (it covered a long title)
         title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad=dict(t=34)),
@@ -280,7 +288,7 @@ def interaction_dependence_figure(result, feature: str, partner: str, *, class_i
         fig.add_trace(go.Scatter(
             x=xs[known], y=y[known], mode="markers", customdata=rows[known], name=f"rows ({fp} known)",
             marker=dict(color=cv[known], colorscale=VALUE_SCALE, size=6, opacity=0.8, showscale=True,
-                        line=dict(width=0), colorbar=dict(title=dict(text=fp), thickness=14, tickformat=cfmt)),
+                        line=dict(width=0), colorbar=dict(title=dict(text=fp, side="right"), thickness=12, tickformat=cfmt)),
             hovertemplate=hover, showlegend=False,
         ))
         if (~known).any():

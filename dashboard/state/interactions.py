@@ -40,6 +40,8 @@ EXACT_EVAL_BUDGET = 4_000_000
 H_ROWS = 300
 #: features on the heatmap (the strongest by total interaction)
 MAX_FEATURES = 12
+#: the most features the user may ask the heatmap for (a matrix past it cannot be read)
+MAX_PICK_FEATURES = 25
 #: the page's measures
 SHAP_MEASURE = "SHAP interaction"
 H_MEASURE = "H statistic"
@@ -95,7 +97,7 @@ def _h_by_tree_walk(ctx: ModelContext) -> bool:
         return False
 
 
-def interaction_cost(ctx: ModelContext, measure: str, n_rows: int) -> tuple[float, int]:
+def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_FEATURES) -> tuple[float, int]:
     """(estimated seconds, rows that fit in about 10 s) of the page's computation.
 
     Exact SHAP interactions predict every coalition of every row over the background
@@ -116,10 +118,10 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int) -> tuple[floa
     if per_pred <= 0:
         return 0.0, int(n_rows)
     per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * per_pred if exact else 0.0
-    h_overall_too = len(ctx.X.columns) > MAX_FEATURES and (measure != SHAP_MEASURE or method is None)
+    h_overall_too = len(ctx.X.columns) > k and (measure != SHAP_MEASURE or method is None)
 
     def cost(n: int) -> float:
-        h = h_predictions(ctx, h_rows_used(ctx, n), h_overall_too) * per_pred if brute_h else 0.0
+        h = h_predictions(ctx, h_rows_used(ctx, n), h_overall_too, k) * per_pred if brute_h else 0.0
         return h + per_row * (shap_rows_used(ctx, method, n) if exact else 0)
 
     # the most rows whose cost fits the budget (the cost grows with the rows: nested samples)
@@ -132,23 +134,23 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int) -> tuple[floa
     return cost(int(n_rows)), max(20, lo)
 
 
-def h_predictions(ctx: ModelContext, n: int, overall_too: bool) -> int:
+def h_predictions(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FEATURES) -> int:
     """Model predictions brute-force H makes on the page's sample of ``n`` rows: the pairs of
-    the heatmap's features (for a wide model, the :data:`MAX_FEATURES` with the most distinct
-    values: an upper bound), and, when the features are ranked by it, every feature's overall H."""
-    return int(result_cache().get_or_compute(("ia_h_predictions", ctx.model_key, ctx.data_key, int(n), bool(overall_too)),
-                                             lambda: _count_h_predictions(ctx, n, overall_too)))
+    the heatmap's ``k`` features (for a wide model, the ``k`` with the most distinct values: an
+    upper bound), and, when the features are ranked by it, every feature's overall H."""
+    key = ("ia_h_predictions", ctx.model_key, ctx.data_key, int(n), bool(overall_too), int(k))
+    return int(result_cache().get_or_compute(key, lambda: _count_h_predictions(ctx, n, overall_too, k)))
 
 
-def _count_h_predictions(ctx: ModelContext, n: int, overall_too: bool) -> int:
+def _count_h_predictions(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FEATURES) -> int:
     from explainers.effects.hstat import brute_force_predictions
 
     rows = sample_rows(ctx, n)
     cols = [str(c) for c in rows.columns]
-    if len(cols) <= MAX_FEATURES:
+    if len(cols) <= k:
         return brute_force_predictions(rows, cols)
     distinct = rows.nunique(dropna=False).to_numpy()
-    widest = [cols[i] for i in np.argsort(-distinct, kind="stable")[:MAX_FEATURES]]
+    widest = [cols[i] for i in np.argsort(-distinct, kind="stable")[:k]]
     count = brute_force_predictions(rows, widest)
     if overall_too:
         count += brute_force_predictions(rows, cols, pairs=[(cols[0], cols[1])])
@@ -229,10 +231,11 @@ def interaction_class(res, ctx: ModelContext) -> int | None:
     return output_index(ctx, None if res.values.ndim == 3 else res.values.shape[3])
 
 
-def heatmap_features(ctx: ModelContext, measure: str, shap_res=None, n_rows: int = H_ROWS) -> tuple[list[str], object]:
+def heatmap_features(ctx: ModelContext, measure: str, shap_res=None, n_rows: int = H_ROWS,
+                     k: int = MAX_FEATURES) -> tuple[list[str], object]:
     """(the heatmap's features, strongest first; Friedman's H of their pairs), cached.
 
-    SHAP measure (``shap_res`` from :func:`shap_interactions`): the :data:`MAX_FEATURES`
+    SHAP measure (``shap_res`` from :func:`shap_interactions`): the ``k`` (default :data:`MAX_FEATURES`)
     features with the largest total SHAP interaction. H measure: those with the
     largest overall H (all of them when there are no more). H is computed for the
     pairs of the chosen features either way (the page's table shows both measures).
@@ -242,16 +245,16 @@ def heatmap_features(ctx: ModelContext, measure: str, shap_res=None, n_rows: int
     cols = list(ctx.X.columns)
     if measure == SHAP_MEASURE and shap_res is not None:
         strength = interaction_strength(shap_res, class_index=interaction_class(shap_res, ctx))
-        feats = top_features(strength, MAX_FEATURES)
-    elif len(cols) <= MAX_FEATURES:
+        feats = top_features(strength, k)
+    elif len(cols) <= k:
         feats = cols
     else:
         overall = h_overall(ctx, n_rows)
-        order = np.argsort(-np.nan_to_num(overall.overall), kind="stable")[:MAX_FEATURES]
+        order = np.argsort(-np.nan_to_num(overall.overall), kind="stable")[:k]
         feats = [overall.feature_names[i] for i in order]
     h_res = h_pairs(ctx, tuple(feats), n_rows)
     if measure != SHAP_MEASURE or shap_res is None:
-        feats = top_features(interaction_strength(h_res), MAX_FEATURES)
+        feats = top_features(interaction_strength(h_res), k)
     return feats, h_res
 
 

@@ -182,7 +182,7 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
     *_controls("importance-comparison", "str", sort="imp_sort", agreement="imp_agree", scoring="imp_scoring"),
     # Interactions
     *_controls("interactions", "str", measure="ia_measure", f1="ia_f1", f2="ia_f2"),
-    *_controls("interactions", "int", rows="ia_rows"),
+    *_controls("interactions", "int", rows="ia_rows", features="ia_k"),
     # Quality
     *_controls(None, "float", threshold="quality_threshold"),  # What-if's verdict follows it too
     *_controls("quality", "cell", cell="quality_cell"),

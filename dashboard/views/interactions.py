@@ -3,6 +3,7 @@ import streamlit as st
 
 from dashboard import figures, state, widgets
 from dashboard.figures import interactions as ifig
+from dashboard.figures.style import output_words
 from dashboard.safe_text import csv_text, file_name, md
 from dashboard.state import interactions as ia
 
@@ -19,7 +20,7 @@ if len(cols) < 2 or len(ctx.X) < 2:
     st.stop()
 
 method, reason = ia.interaction_method(ctx)
-c1, c2 = st.columns([3, 1])
+c1, c2, c3 = st.columns([3, 1, 1])
 measures = list(ia.MEASURES) if method is not None else [ia.H_MEASURE]
 measure = c1.radio("Measure", measures, horizontal=True, **state.bind("ia_measure", measures[0], options=measures),
                    help="SHAP interaction: the mean size of each pair's joint share of the prediction "
@@ -32,12 +33,17 @@ n_rows = int(c2.number_input(
     "Rows in the sample", rows_lo, rows_hi, step=50 if rows_hi >= 500 else 1,
     **state.bind("ia_rows", min(default_rows, rows_hi), valid=lambda v: rows_lo <= v <= rows_hi), help=f"A seeded sample of this many rows (of {len(ctx.X):,}) lies behind the numbers; the H "
                        f"statistic uses at most {ia.H_ROWS} of them (it costs about rows² predictions per pair)."))
+k_hi = min(len(cols), ia.MAX_PICK_FEATURES)
+k = int(c3.number_input(
+    "Features in the heatmap", 2, k_hi, **state.bind("ia_k", min(ia.MAX_FEATURES, k_hi), valid=lambda v: 2 <= v <= k_hi),
+    help=f"The heatmap shows the features with the largest total interaction (at most {ia.MAX_PICK_FEATURES}: a "
+         "larger matrix cannot be read); the table lists every pair among them."))
 if method is None:
     st.info(md(reason), icon=":material/info:")
 
 with st.spinner("Measuring how long the model takes…"):
     try:
-        cost, fits = ia.interaction_cost(ctx, measure, n_rows)
+        cost, fits = ia.interaction_cost(ctx, measure, n_rows, k)
     except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
         cost, fits = 0.0, n_rows
 # "Compute anyway" approves a cost for these rows: a switch to work that costs no more (the other
@@ -64,7 +70,7 @@ if shap_res is None and measure == ia.SHAP_MEASURE:
     measure = ia.H_MEASURE
 bar.progress(0.8, text="Friedman's H statistic of the pairs…")
 try:
-    feats, h_res = ia.heatmap_features(ctx, measure, shap_res, n_rows)
+    feats, h_res = ia.heatmap_features(ctx, measure, shap_res, n_rows, k)
 except Exception as exc:
     bar.empty()
     st.error(md(ia.interaction_error(exc)), icon=":material/error:")
@@ -113,7 +119,8 @@ def _rows(n: int) -> str:
 
 
 # -------------------------------------------------------- heatmap and table
-left, right = st.columns([3, 2])
+# the heatmap has the page's width (beside the table it was a sliver); the table under it
+left = st.container()
 heat = ifig.interaction_heatmap_figure(shown, features=feats, class_index=sci if shown is shap_res else None,
                                        highlight=(picked1, picked2))
 left.plotly_chart(heat, key="interactions_heatmap", on_select=_on_click, selection_mode="points")
@@ -124,6 +131,7 @@ if ia.no_interactions(strength_shown.to_numpy(), scale):
     left.info(f"No interactions: every pair's {what} is 0. This model adds up one separate effect per feature "
               "(it is additive, like a linear model), so no feature changes how another one acts.",
               icon=":material/info:")
+right, _ = st.columns([3, 2])
 with right:
     st.markdown(f"**Pairs, strongest first** (by {measure})")
     shown_table = table[["pair", "mean_abs_shap_interaction", "h_statistic"]]
@@ -147,8 +155,8 @@ parts = []
 if shap_res is not None:
     parts.append(f"SHAP interaction values of {_rows(shap_res.n_rows)}, by {reason}; output: "
                  f"{md(ifig.output_label(shap_res, sci))}")
-parts.append(f"Friedman's H on {_rows(h_res.n_rows)}"
-             + (f", for P({md(h_res.output_name)})" if ctx.classes is not None else ""))
+h_of = output_words("log_odds" if state.output_scale(ctx) == state.LOG_ODDS else "proba", str(h_res.output_name))
+parts.append(f"Friedman's H on {_rows(h_res.n_rows)}" + (f", for the {md(h_of)}" if ctx.classes is not None else ""))
 st.caption(". ".join(parts) + f". {len(feats)} of {len(cols)} features shown: those with the largest total "
            "interaction.")
 

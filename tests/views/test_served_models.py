@@ -176,6 +176,14 @@ def test_show_saves_library_objects_in_their_own_format_and_explains_them(case, 
     assert not at.exception, at.exception
     from tests.plotly_json import array, figures
 
+    if name != "CatBoost":  # a classifier: probabilities by default, the library's margin on log-odds
+        bar = figures(at)[0]["data"][0]
+        shown = float(array(bar["base"])[0]) + array(bar["x"]).astype(float).sum()
+        cls = at.sidebar.selectbox(key=state.CLASS_INDEX).value
+        proba = model.predict_proba(X.iloc[[0]])[0]
+        assert shown == pytest.approx(float(proba[-1] if name == "XGB" else proba[list(model.classes_).index(cls)]),
+                                      abs=1e-5), name
+        at.sidebar.radio(key=state.SCALE).set_value(state.LOG_ODDS).run()
     for row in (0, int(np.flatnonzero(X.load.to_numpy() == 0.0)[0])):
         at.number_input(key="shap_row").set_value(row).run()
         assert not at.exception, at.exception
