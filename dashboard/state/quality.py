@@ -249,3 +249,43 @@ def class_frame(q) -> pd.DataFrame:
     return q.per_class.rename(columns={"class": "class", "precision": "precision", "recall": "recall", "f1": "F1",
                                        "support": "rows of the class", "predicted": "rows predicted",
                                        "roc_auc": "ROC AUC", "average_precision": "average precision"})
+
+
+def shown_metrics(ctx: ModelContext) -> dict[str, str]:
+    """The metrics the Quality page (and the report) show for this model: label -> key of
+    ``quality(...).metrics``; log loss only where the model gives probabilities."""
+    if ctx.task == "binary":
+        shown = {"Accuracy": "accuracy", "Precision": "precision", "Recall": "recall", "Specificity": "specificity",
+                 "F1": "f1", "ROC AUC": "roc_auc"}
+    elif ctx.task == "multiclass":
+        shown = {"Accuracy": "accuracy", "Balanced accuracy": "balanced_accuracy", "Macro F1": "macro_f1",
+                 "ROC AUC (one vs rest)": "roc_auc_ovr", "Log loss": "log_loss"}
+    else:
+        shown = {"R²": "r2", "MAE": "mae", "RMSE": "rmse", "MAPE": "mape", "Median abs. error": "median_ae",
+                 "Max error": "max_error"}
+    if on_margin(ctx):
+        shown.pop("Log loss", None)  # needs probabilities
+    return shown
+
+
+def metric_text(key: str, value) -> str:
+    """A metric as the pages write it: "not defined", a percentage (MAPE), else four significant figures."""
+    from dashboard.figures.style import fmt_number
+
+    return "not defined" if value is None else f"{value:.1%}" if key == "mape" else fmt_number(value)
+
+
+def report_section(ctx: ModelContext):
+    """The report's quality section: the Quality page's metrics at its threshold, as a table
+    (None when the model cannot be scored: no target column)."""
+    from dashboard import report
+
+    if quality_problem(ctx) is not None:
+        return None
+    t = threshold() if ctx.task == "binary" and not on_margin(ctx) else None
+    q = model_quality(ctx, t)
+    table = pd.DataFrame({"metric": list(shown_metrics(ctx)),
+                          "value": [metric_text(k, q.metrics[k]) for k in shown_metrics(ctx).values()]})
+    where = f" at threshold {t:.2f} for {ctx.classes[class_index(ctx)]}" if t is not None else ""
+    return report.Section("Model quality", f"Scored on {len(q.rows):,} rows of the data against its target"
+                          f"{where}.", table=table.set_index("metric"))

@@ -16,12 +16,17 @@ def report_html(ctx: ModelContext, feature: str, row: int, wanted: tuple[bool, .
     an outline of its parts for the page's preview, and a notice for every ticked part left out).
 
     ``wanted`` says which parts to include: summary, PDP/ICE, SHAP waterfall,
-    importance comparison and, if a fifth flag is given, feature interactions. ``row`` is the row's position in the data as loaded.
+    importance comparison and, if given, feature interactions and model quality. ``row`` is the row's position in the data as loaded.
     """
     ci = pdp_class(ctx)
     from .importance import permutation_scoring
 
-    key = ("report", ctx.model_key, ctx.data_key, feature, row, ci, wanted, permutation_scoring(ctx))
+    from .outputs import scale_key
+    from .quality import threshold
+
+    # what the parts read from the other pages: the scale, the Quality threshold, mean |SHAP| on or off
+    key = ("report", ctx.model_key, ctx.data_key, feature, row, ci, wanted, permutation_scoring(ctx),
+           scale_key(ctx), threshold(), _with_shap(ctx))
     built = result_cache().get_or_compute(key, lambda: _build_report(ctx, feature, row, wanted, ci, bar))
     return _with_segments(ctx, built, wanted)
 
@@ -56,11 +61,22 @@ def _build_report(ctx: ModelContext, feature: str, row: int, wanted, ci, bar):
 
     want_summary, want_pdp, want_shap, want_imp, *rest = wanted
     want_inter = bool(rest and rest[0])
+    want_quality = bool(len(rest) > 1 and rest[1])
     sections, notices = [], []
     summary = _report_summary(ctx) if want_summary else {}
     if want_summary:
         sections.append(report.Section("Features", "Types, ranges and missing values of the data.",
                                        table=feature_summary(ctx.data_key, ctx.X).set_index("feature")))
+    if want_quality:
+        from .quality import quality_problem, report_section as quality_section
+
+        try:
+            sec = quality_section(ctx)
+            sections += [sec] if sec is not None else []
+            if sec is None:
+                notices.append(f"Model quality left out: {quality_problem(ctx)}")
+        except Exception as exc:
+            notices.append(f"Model quality left out: {error_message(exc)}")
     bar.progress(0.25, text="Partial dependence…")
     if want_pdp:
         try:
@@ -73,6 +89,8 @@ def _build_report(ctx: ModelContext, feature: str, row: int, wanted, ci, bar):
         try:
             sres = explain_row(ctx, row, "auto", ())
             sci = shap_class(sres, ctx)
+            if sres.params.get("scale_note"):  # another scale than the sidebar's: the report says why too
+                notices.append(f"SHAP waterfall of row {row}: {sres.params['scale_note']}".replace("**", ""))
             sections.append(report.Section(
                 f"Why row {row} gets its prediction",
                 f"Row {row} of the data (0 is the first row): {additivity_line(sres, 0, sci)}",
@@ -132,7 +150,8 @@ def _importance_sections(ctx: ModelContext, bar) -> tuple[list, list[str]]:
     """
     from dashboard import figures, report
 
-    results, skipped = importances(ctx, importance_methods(ctx), 5, 1_000, bar, page="report")
+    results, skipped = importances(ctx, importance_methods(ctx, with_shap=_with_shap(ctx)), 5, 1_000, bar,
+                                   page="report")
     why = "; ".join(f"{label}: {reason}" for label, reason in skipped)
     if not results:
         if ctx.y is None:
@@ -160,6 +179,15 @@ def _importance_sections(ctx: ModelContext, bar) -> tuple[list, list[str]]:
                            "the report shows each on its own.")
     return [report.Section(f"Variable importance: {r.label}", r.description, figure=figures.importance_bars_figure(r))
             for r in results], notices
+
+
+def _with_shap(ctx: ModelContext) -> bool:
+    """Whether the importance section holds mean |SHAP|: as the Importance page's switch says
+    (on by default where SHAP is fast)."""
+    from .costs import shap_is_fast
+    from .session import value
+
+    return bool(value("imp_shap", shap_is_fast(ctx)))
 
 
 def _report_summary(ctx: ModelContext) -> dict:

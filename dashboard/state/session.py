@@ -195,7 +195,7 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
     *_controls("compare", "str", feature="compare_feature"),
     # Report
     *_controls("report", "bool", summary="rep_summary", pdp="rep_pdp", shap="rep_shap", importance="rep_imp",
-               interactions="rep_inter", preview="rep_show"),
+               interactions="rep_inter", quality="rep_quality", preview="rep_show"),
 ]}
 
 #: URL parameters kept on every page besides the sidebar's controls (segments, a shared upload,

@@ -3,7 +3,6 @@ import streamlit as st
 
 from dashboard import state, widgets
 from dashboard.figures import quality as qfig
-from dashboard.figures.style import fmt_number
 from dashboard.safe_text import md
 from dashboard.state import quality as qs
 from dashboard.widgets import compared_segment, threshold_slider
@@ -40,20 +39,9 @@ if any(left_out):
     st.caption(f"Scored on {len(q.rows):,} rows; left out: {'; '.join(s for s in left_out if s)}.")
 
 m = q.metrics
-if classifier:
-    shown = ({"Accuracy": "accuracy", "Precision": "precision", "Recall": "recall", "Specificity": "specificity",
-              "F1": "f1", "ROC AUC": "roc_auc"} if ctx.task == "binary" else
-             {"Accuracy": "accuracy", "Balanced accuracy": "balanced_accuracy", "Macro F1": "macro_f1",
-              "ROC AUC (one vs rest)": "roc_auc_ovr", "Log loss": "log_loss"})
-else:
-    shown = {"R²": "r2", "MAE": "mae", "RMSE": "rmse", "MAPE": "mape", "Median abs. error": "median_ae",
-             "Max error": "max_error"}
-if margin:
-    shown.pop("Log loss", None)  # needs probabilities
+shown = qs.shown_metrics(ctx)
 for col, (label, key) in zip(st.columns(len(shown)), shown.items()):
-    value = m[key]
-    col.metric(label, "not defined" if value is None else
-               f"{value:.1%}" if key == "mape" else fmt_number(value))
+    col.metric(label, qs.metric_text(key, m[key]))
 if ctx.task == "multiclass":
     widgets.table(qs.class_frame(q), hide_index=True, key="quality_per_class")
 if not classifier and m["mape"] is None:

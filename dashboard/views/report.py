@@ -39,9 +39,11 @@ def shap_page_row() -> int:
 feature = state.value("pdp_f1", ctx.X.columns[0])
 feature = feature if feature in ctx.X.columns else ctx.X.columns[0]
 row = shap_page_row()
-c1, c2, c3, c4, c5 = st.columns(5)
+c1, c6, c2, c3, c4, c5 = st.columns(6)
 TICKS = (True, False)
 want_summary = c1.checkbox("Model summary", **state.bind("rep_summary", True, options=TICKS))
+want_quality = c6.checkbox("Model quality", help="The Quality page's metrics (at its threshold, for a binary "
+                           "classifier).", **state.bind("rep_quality", True, options=TICKS))
 want_pdp = c2.checkbox(f"PDP / ICE of {md(feature)}", help="The feature picked on the PDP / ICE / ALE page.",
                        **state.bind("rep_pdp", True, options=TICKS))
 want_shap = c3.checkbox(f"SHAP waterfall of row {row}",
@@ -53,7 +55,8 @@ want_inter = c5.checkbox("Feature interactions", help="The heatmap and the stron
 
 bar = st.progress(0.0, text="Preparing the report…")
 try:
-    built = state.report_html(ctx, feature, row, (want_summary, want_pdp, want_shap, want_imp, want_inter), bar)
+    built = state.report_html(ctx, feature, row, (want_summary, want_pdp, want_shap, want_imp, want_inter,
+                                                  want_quality), bar)
 except Exception as exc:
     bar.empty()
     widgets.show_error(exc)

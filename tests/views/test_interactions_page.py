@@ -43,7 +43,11 @@ def _heatmap(at):
     fig = figures(at)[0]
     heat = fig["data"][0]
     assert heat["type"] == "heatmap"
-    feats = [str(v) for v in array(heat["x"])]
+    # the axes carry short names; the clickable cells carry [row, column, value, row name, column name]
+    names = {}
+    for a, b, _, fa, fb in fig["data"][1]["customdata"]:
+        names[int(a)], names[int(b)] = str(fa), str(fb)
+    feats = [names[i] for i in range(len(names))] if names else [str(v) for v in array(heat["x"])]
     return fig, feats, array(heat["z"]).astype(float)
 
 
@@ -152,7 +156,7 @@ def test_classifier_follows_the_sidebar_class(demo_cards):
         np.testing.assert_allclose(z[off], expected[off], rtol=1e-12, atol=0)
         assert f"margin({label})" in fig["layout"]["title"]["text"]  # softmax scores
         assert len(feats) == ia.MAX_FEATURES  # 12 of the 13 features
-        assert f"for P({label})" in _texts(at)
+        assert f"for the probability of {label}" in _texts(at)
     assert "all 178 rows" in _texts(at)
     # a binary boosting classifier: one output (log-odds of the positive class) and the H of its probability
     at.sidebar.selectbox(key=state.ACTIVE).set_value("breast_cancer_hgb").run()

@@ -202,7 +202,7 @@ def test_report_previews_its_sections_before_the_download():
     # unticking a part takes it out of the preview
     at.checkbox(key="rep_pdp").uncheck().run()
     assert "Partial dependence" not in "\n".join(m.value for m in at.markdown)
-    assert any("3 section(s)" in c.value for c in at.caption)
+    assert any("4 section(s)" in c.value for c in at.caption)
 
 
 def test_report_caption_of_a_categorical_pdp_says_level_marks(passengers):
@@ -222,9 +222,17 @@ def test_report_says_why_importance_is_left_out(passengers):
     at = _upload(data.drop(columns=TARGET), model_bytes, target=None, page="views/report.py")
     assert at.checkbox(key="rep_imp").value
     notes = [i.value for i in at.info]
+    # mean |SHAP| needs no target: MDI and it are compared, and the permutation is named as left out
+    assert any(n.startswith("Left out of the importance comparison") and "Permutation importance needs the target"
+               in n for n in notes), [n[:80] for n in notes]
+    preview = "\n".join(m.value for m in at.markdown)
+    assert "**Variable importance, compared**" in preview and "Mean |SHAP|" in preview
+    # without mean |SHAP| (switched off on the Importance page) MDI stands alone, named as it is
+    at.session_state["v::imp_shap"] = False  # the store the Importance page's switch writes
+    at.run()
+    notes = [i.value for i in at.info]
     assert any(n.startswith("Importance comparison needs the target column: pick it on the Model page")
-               for n in notes), notes
-    # what is drawn is named as it is: one method alone, not a comparison
+               for n in notes), [n[:80] for n in notes]
     preview = "\n".join(m.value for m in at.markdown)
     assert "Variable importance, compared" not in preview and "**Variable importance: MDI**" in preview
 

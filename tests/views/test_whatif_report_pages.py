@@ -51,7 +51,7 @@ def test_report_page_offers_a_self_contained_file():
     at = _page("views/report.py")
     buttons = at.get("download_button")
     assert len(buttons) == 1
-    assert any("4 section(s)" in c.value for c in at.caption)
+    assert any("5 section(s)" in c.value for c in at.caption)  # features, quality, PDP, SHAP, importance
 
 
 def test_build_report_embeds_plotly_once():
