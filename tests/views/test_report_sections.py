@@ -13,7 +13,6 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from tests.views._app import APP
-from tests.views.test_truth_rows import downloads  # noqa: F401 - the fixture
 
 
 def _loan():

@@ -146,22 +146,6 @@ def test_whatif_names_the_row_it_shows():
 
 
 # ------------------------------------------------------------------- report
-@pytest.fixture
-def downloads(monkeypatch):
-    """{file name: bytes} of every download button drawn (AppTest keeps no media files)."""
-    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
-
-    files = {}
-    load = MemoryMediaFileStorage.load_and_get_id
-
-    def keep(self, path_or_data, mimetype, kind, filename=None):
-        files[filename] = path_or_data
-        return load(self, path_or_data, mimetype, kind, filename)
-
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
-    return files
-
-
 def _report_html(downloads) -> str:
     return downloads[next(n for n in downloads if n and n.startswith("glassbox_report_"))].decode()
 
