@@ -103,12 +103,16 @@ with st.sidebar:
             "Output", choices, help="The model predicts several targets; the pages explain this one.",
             **state.bind(state.CLASS_INDEX, choices[0], options=choices),
         )
-    if (scales := state.scale_choices(ctx)) is not None:  # a classifier with probabilities
+    state.follow_model(ctx)  # another model: its target transform starts from "none"
+    if (scales := state.scale_choices(ctx)) is not None:  # probabilities, or a transformed target
         st.radio(
             "Scale", scales, horizontal=True,
-            help="What the pages explain: the probability of the class, or its log-odds log(p / (1 - p)) "
-                 "(for boosting and linear models the margin their trees or coefficients add up to).",
-            **state.bind(state.SCALE, state.PROBABILITY, options=scales),
+            help=("What the pages explain: the probability of the class, or its log-odds log(p / (1 - p)) "
+                  "(for boosting and linear models the margin their trees or coefficients add up to)."
+                  if ctx.task != "regression" else
+                  f"The model predicts {state.transformed_name(ctx)} (said on the Model page): the pages show "
+                  f"{state.target_name(ctx)} in its original units, or the model's own scale."),
+            **state.bind(state.SCALE, scales[0], options=scales),
         )
     if (held := state.target_output_choices(ctx)) is not None:  # which output the one target column is
         st.selectbox(

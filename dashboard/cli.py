@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--target", action="append", default=[], metavar="COL",
                    help="target column in the data (for scores and importance): once for every model, or "
                         "once per model in order (--target= for none)")
+    s.add_argument("--target-transform", action="append", default=[], metavar="F", choices=["none", "log", "log1p", "sqrt"],
+                   help="the model predicts F(target) (fitted on log(price), say): log, log1p, sqrt or none; once "
+                        "for every model or once per model. The pages then offer the target's original units too")
     s.add_argument("--name", action="append", default=[], metavar="NAME",
                    help="label in the model picker, one per --model (default: the model file's name)")
     s.add_argument("--port", type=_port, default=None, metavar="N",
@@ -139,6 +142,12 @@ def _pairs(args) -> list[dict]:
                          f"{len(models)} models)")
     if len(names) not in (0, len(models)):
         raise UsageError(f"give --name once per --model (got {len(names)} for {len(models)} models)")
+    transforms = args.target_transform
+    if len(transforms) not in (0, 1, len(models)):
+        raise UsageError(f"give --target-transform once for every model or once per model (got {len(transforms)} "
+                         f"for {len(models)} models)")
+    if len(transforms) == 1:
+        transforms = transforms * len(models)
     if len(targets) == 1:
         targets = targets * len(models)
     entries = []
@@ -148,6 +157,8 @@ def _pairs(args) -> list[dict]:
             "target": (targets[i] or None) if targets else None,
             "name": names[i] if names else Path(m).stem,
         })
+        if transforms and transforms[i] != "none":
+            entries[-1]["target_transform"] = transforms[i]
     return entries
 
 

@@ -323,7 +323,7 @@ def _server() -> _Server:
 
 
 def show(model, X, y=None, name: str | None = None, port: int | None = None, *,
-         timeout: float = START_TIMEOUT, height: int = 800) -> Dashboard:
+         timeout: float = START_TIMEOUT, height: int = 800, target_transform: str | None = None) -> Dashboard:
     """Serve the dashboard on ``model`` with the rows ``X`` (and targets ``y``); return its handle.
 
     Parameters
@@ -346,6 +346,9 @@ def show(model, X, y=None, name: str | None = None, port: int | None = None, *,
         Seconds to wait for a new server to answer its health check.
     height : int
         Height in pixels of the inline view in Jupyter.
+    target_transform : {"log", "log1p", "sqrt"}, optional
+        The model predicts this function of the target (it was fitted on ``log(y)``, say): the
+        pages offer the target's original units too. ``y`` may hold either scale.
 
     Returns
     -------
@@ -361,6 +364,13 @@ def show(model, X, y=None, name: str | None = None, port: int | None = None, *,
         if not 1 <= number <= 65535:
             raise ShowError(f"port must be a whole number from 1 to 65535, got {port!r}.")
         port = number
+    from explainers.errors import ExplainerError
+    from explainers.target_scale import check_transform
+
+    try:
+        target_transform = check_transform(target_transform, "show")
+    except ExplainerError as exc:
+        raise ShowError(str(exc)) from None
     frame, target = _frame(model, X, y)
     with _LOCK:
         server = _server()
@@ -380,7 +390,8 @@ def show(model, X, y=None, name: str | None = None, port: int | None = None, *,
         key = served.unique_key(served.slug(label), [e.key for e in server.entries] + list(DEMO_NAMES))
         entry = served.ServedModel(key=key, name=label, model=str(model_path), data=str(data_path), target=target,
                                    description=f"{type(model).__name__}, shown from Python with show() "
-                                               f"({len(frame):,} rows).", parts=parts)
+                                               f"({len(frame):,} rows).", parts=parts,
+                                   target_transform=target_transform)
         server.entries.append(entry)
         served.write_manifest(str(server.manifest), server.entries)
         if not server.running:

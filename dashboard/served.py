@@ -50,10 +50,14 @@ class ServedModel:
     target: str | None = None
     description: str | None = None
     parts: dict | None = field(default=None, hash=False)
+    #: the model predicts log(target) (or log1p, sqrt): the pages offer the original units
+    target_transform: str | None = None
 
     def to_json(self) -> dict:
         out = {"key": self.key, "name": self.name, "model": self.model, "data": self.data,
                "target": self.target, "description": self.description}
+        if self.target_transform is not None:
+            out["target_transform"] = self.target_transform
         if self.parts is not None:
             out["parts"] = self.parts
         return out
@@ -91,8 +95,21 @@ def parse_entries(raw, where: str, reserved=()) -> list[ServedModel]:
         out.append(ServedModel(key=key, name=name, model=e["model"], data=e["data"],
                                target=None if target in (None, "") else str(target),
                                description=None if e.get("description") is None else str(e["description"]),
-                               parts=_parts(e.get("parts"), i, where)))
+                               parts=_parts(e.get("parts"), i, where),
+                               target_transform=_transform(e.get("target_transform"), i, where)))
     return out
+
+
+def _transform(name, i: int, where: str) -> str | None:
+    """An entry's ``target_transform`` ("log", "log1p", "sqrt" or none), checked."""
+    from explainers.errors import ExplainerError
+    from explainers.target_scale import check_transform
+
+    try:
+        return check_transform(name, "glassbox serve")
+    except ExplainerError:
+        raise ServeConfigError(f"Entry {i} of {where}: target_transform must be log, log1p, sqrt or none, "
+                               f"got {name!r}.") from None
 
 
 def _parts(parts, i: int, where: str) -> dict | None:

@@ -174,6 +174,10 @@ BAD = {
     "targets miscounted": (["--model", "{d}/m.skops", "--data", "{d}/d.csv", "--model", "{d}/m.skops",
                             "--data", "{d}/d.csv", "--target", "y", "--target", "y", "--target", "y"],
                            "--target once for every model or once per model"),
+    "transforms miscounted": (["--model", "{d}/m.skops", "--data", "{d}/d.csv", "--model", "{d}/m.skops",
+                               "--data", "{d}/d.csv", "--target-transform", "log", "--target-transform", "log",
+                               "--target-transform", "log"], "--target-transform once for every model"),
+    "unknown transform": (["--target-transform", "exp"], "argument --target-transform: invalid choice"),
     "port 0": (["--port", "0"], "argument --port: expected a port number"),
     "port not a number": (["--port", "http"], "argument --port: expected a port number"),
     "port too large": (["--port", "70000"], "argument --port: expected a port number"),
@@ -229,3 +233,14 @@ def test_serve_without_models_starts_on_the_demos(demo_cards):
         proc.terminate()
         proc.wait(timeout=20)
     assert f"http://127.0.0.1:{port}" in proc.stdout.read().decode(errors="replace")
+
+
+def test_serve_entries_carry_the_target_transform(tmp_path):
+    from dashboard import cli, served
+
+    args = cli.build_parser().parse_args(["serve", "--model", "a.skops", "--data", "a.csv", "--model", "b.skops",
+                                          "--data", "b.csv", "--target-transform", "log", "--target-transform", "none"])
+    entries = cli._pairs(args)
+    assert entries[0]["target_transform"] == "log" and "target_transform" not in entries[1]
+    parsed = served.parse_entries(entries, "test")
+    assert [e.target_transform for e in parsed] == ["log", None]

@@ -193,3 +193,9 @@ def test_bad_arguments_are_refused(small, bad, match):
     with pytest.raises(ShowError, match=match):
         show(LinearRegression().fit(X, y), args.pop("X"), **args)
     assert _no_folder_left(before)
+
+
+def test_show_refuses_an_unknown_target_transform():
+    X = np.arange(20.0).reshape(10, 2)
+    with pytest.raises(ShowError, match="target_transform"):
+        show(LinearRegression().fit(X, X[:, 0]), X, target_transform="exp")

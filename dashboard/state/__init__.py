@@ -39,7 +39,8 @@ submodule; patch it where it is looked up (``costs.predict_seconds_per_row``), n
 """
 from .cache import ResultCache, result_cache
 from .operator import BATCH_ROOT_FLAG, BATCH_ROOTS_ENV, TRUST_ENV, TRUST_FLAG, batch_roots, pickles_trusted
-from .outputs import (LOG_ODDS, PROBABILITY, SCALES, effects_model, output_scale, scale_choices, scale_key,
+from .outputs import (LOG_ODDS, MODEL_SCALE, NO_TRANSFORM, ORIGINAL, PROBABILITY, SCALES, default_transform, effects_model, follow_model,
+                      target_name, target_transform, transform_choices, transformed_name, output_scale, scale_choices, scale_key,
                       NO_TARGET_OUTPUT, class_index, default_target_output, margin_caption, one_margin, output_choices,
                       pdp_class, picker_label, shap_class, target_output, target_output_choices)
 from .uploads import on_load_upload, on_pick_demo
@@ -88,6 +89,7 @@ from .session import (
     ACTIVE,
     CLASS_INDEX,
     SCALE,
+    TARGET_TRANSFORM,
     TARGET_OUTPUT,
     DATA_FILE,
     DEFAULT_DEMO,

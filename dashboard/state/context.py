@@ -353,8 +353,10 @@ def _served_context(entry, model_key: str, data_key: str) -> ModelContext:
         # the path goes to the loader as the (unhashed) content: the file is read in place
         model = load_model_cached(model_key, entry.model, model_name, pickles_trusted())
     model, ds, notices = _load_file_data(data_key, entry.data, data_name, entry.target, model_key, model)
-    return _file_context(entry.key, entry.name, entry.description or f"Your model {model_name} with data {data_name}.",
-                         model, ds, entry.target, model_key, notices)
+    ctx = _file_context(entry.key, entry.name, entry.description or f"Your model {model_name} with data {data_name}.",
+                        model, ds, entry.target, model_key, notices)
+    ctx.card["target_transform"] = getattr(entry, "target_transform", None)  # the Model page's default
+    return ctx
 
 
 # ------------------------------------------------------------------- errors

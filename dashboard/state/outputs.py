@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .session import CLASS_INDEX, SCALE, TARGET_OUTPUT, value
+import streamlit as st
+
+from .session import CLASS_INDEX, SCALE, TARGET_OUTPUT, TARGET_TRANSFORM, set_value, value
 
 if TYPE_CHECKING:
     from .context import ModelContext
@@ -113,9 +115,60 @@ PROBABILITY, LOG_ODDS = "probability", "log-odds"
 SCALES = (PROBABILITY, LOG_ODDS)
 
 
+#: a regressor fitted on a transformed target: its Scale
+ORIGINAL, MODEL_SCALE = "original units", "model's scale"
+NO_TRANSFORM = "none"
+
+
+def transform_choices(ctx: ModelContext) -> list[str] | None:
+    """What the Model page offers for "the model predicts": a one-target regressor's target
+    transforms ("none" first); None for other models."""
+    from explainers.target_scale import TRANSFORMS
+
+    if ctx.task != "regression" or getattr(ctx.adapter, "n_targets", 1) > 1 or ctx.adapter.explained is not None:
+        return None
+    return [NO_TRANSFORM, *TRANSFORMS]
+
+
+def default_transform(ctx: ModelContext) -> str:
+    """The transform a served model came with (``glassbox serve --target-transform``, ``show(...,
+    target_transform=)``), else "none"."""
+    given = (getattr(ctx, "card", None) or {}).get("target_transform")
+    return given if given and (transform_choices(ctx) or [])[1:].count(given) else NO_TRANSFORM
+
+
+def target_transform(ctx: ModelContext) -> str | None:
+    """The transform the user said the model's target went through (None: the target itself)."""
+    choices = transform_choices(ctx)
+    picked = value(TARGET_TRANSFORM, default_transform(ctx))
+    return picked if choices is not None and picked in choices[1:] else None
+
+
+def follow_model(ctx: ModelContext) -> None:
+    """When the session moves to another model, its target transform starts from that model's
+    default (the one said for a model is not another's); a link's transform for the model it
+    opens stays."""
+    ss = st.session_state
+    if ss.get("_transform_for") not in (None, ctx.model_key):
+        set_value(TARGET_TRANSFORM, default_transform(ctx))
+    ss["_transform_for"] = ctx.model_key
+
+
+def transformed_name(ctx: ModelContext) -> str:
+    """"log(price)": the target as the model predicts it."""
+    return f"{target_transform(ctx)}({target_name(ctx)})"
+
+
+def target_name(ctx: ModelContext) -> str:
+    return str((getattr(ctx, "card", None) or {}).get("target") or getattr(ctx.y, "name", None) or "target")
+
+
 def scale_choices(ctx: ModelContext) -> tuple[str, ...] | None:
-    """The Scale choices of a classifier that gives probabilities; None for any other model
-    (a regressor, or a classifier with a decision function only: its margin is all it has)."""
+    """The Scale choices: probability or log-odds for a classifier that gives probabilities,
+    original units or the model's scale for a regressor fitted on a transformed target; None
+    for any other model (a classifier with a decision function only: its margin is all it has)."""
+    if ctx.task == "regression":
+        return (ORIGINAL, MODEL_SCALE) if target_transform(ctx) else None
     if ctx.classes is None or ctx.adapter.output == "raw" or not hasattr(ctx.model, "predict_proba"):
         return None
     return SCALES
@@ -127,7 +180,7 @@ def output_scale(ctx: ModelContext) -> str | None:
     if choices is None:
         return None
     picked = value(SCALE)
-    return picked if picked in choices else PROBABILITY
+    return picked if picked in choices else choices[0]
 
 
 def scale_key(ctx: ModelContext) -> str:
@@ -139,8 +192,13 @@ def effects_model(ctx: ModelContext):
     """What PDP/ICE, ALE, H statistics and What-if predictions are computed on: the model
     itself (its probabilities, or its values), or an adapter giving each class's log-odds
     ``log(p / (1 - p))`` when the Scale says log-odds."""
-    if output_scale(ctx) == LOG_ODDS:
+    scale = output_scale(ctx)
+    if scale == LOG_ODDS:
         return ctx.adapter.with_output("log_odds", class_index=None)
+    if scale == ORIGINAL:
+        from explainers.target_scale import InOriginalUnits
+
+        return InOriginalUnits(ctx.model, target_transform(ctx))
     return ctx.model
 
 
@@ -169,8 +227,12 @@ def shap_output(ctx: ModelContext, method: str, n_background: int) -> tuple[str,
     """``explain``'s output for the sidebar's Scale and the SHAP method, and a note where the
     page must show another scale than the one picked (and why)."""
     scale = output_scale(ctx)
-    if scale is None:
+    if scale is None or scale == MODEL_SCALE:
         return "auto", None
+    if scale == ORIGINAL:
+        return "auto", (f"SHAP values are on the model's own scale, **{transformed_name(ctx)}**: there they add up "
+                        f"exactly to the prediction, feature by feature. The prediction in {target_name(ctx)}'s "
+                        "units is the inverse of their sum, which does not split into per-feature parts.")
     if scale == LOG_ODDS:
         return log_odds_output(ctx), None
     if method == "linear":
@@ -209,5 +271,9 @@ def scale_named(res, ctx: ModelContext):
 
     from dashboard.figures.style import output_words
 
+    if scale == ORIGINAL:
+        return dataclasses.replace(res, output_names=[f"{target_name(ctx)} (original units)"])
+    if scale == MODEL_SCALE:
+        return dataclasses.replace(res, output_names=[transformed_name(ctx)])
     kind = "proba" if scale == PROBABILITY else "log_odds"
     return dataclasses.replace(res, output_names=[output_words(kind, str(n), compact=True) for n in names])

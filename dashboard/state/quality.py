@@ -16,7 +16,7 @@ from explainers.quality import classification_quality, regression_quality, resid
 
 from .cache import result_cache
 from .context import ModelContext
-from .outputs import class_index, target_output
+from .outputs import ORIGINAL, class_index, output_scale, target_output, target_transform
 from .session import set_value, value
 
 #: the Quality page's slider (its value is kept by the state model: Quality and What-if read it)
@@ -77,6 +77,42 @@ def _predictions(ctx: ModelContext) -> np.ndarray:
     return result_cache().get_or_compute(("quality_pred", ctx.model_key, ctx.data_key, held), compute)
 
 
+def _regression_pair(ctx: ModelContext) -> tuple[pd.Series, np.ndarray]:
+    """(target, predictions) of a regressor, both on the sidebar's Scale: for a model fitted on
+    log(target) (or log1p, sqrt) the original units or the model's scale, whichever scale the
+    target column holds (:func:`target_column_scale`)."""
+    y, pred = ctx.y, _predictions(ctx)
+    transform = target_transform(ctx)
+    if transform is None:
+        return y, pred
+    from explainers.target_scale import forward, inverse
+
+    holds = target_column_scale(ctx)
+    if output_scale(ctx) == ORIGINAL:
+        pred = inverse(transform, pred)
+        if holds == "model":
+            y = pd.Series(inverse(transform, y.to_numpy(dtype=float)), index=y.index, name=y.name)
+    elif holds == "original":
+        y = pd.Series(forward(transform, y.to_numpy(dtype=float)), index=y.index, name=y.name)
+    return y, pred
+
+
+def target_column_scale(ctx: ModelContext) -> str:
+    """Which scale the target column holds, for a model fitted on a transformed target:
+    "model" (the transformed values) or "original" (see explainers.target_scale.target_holds)."""
+    from explainers.target_scale import target_holds
+
+    transform = target_transform(ctx)
+    return result_cache().get_or_compute(
+        ("target_holds", ctx.model_key, ctx.data_key, transform),
+        lambda: target_holds(transform, ctx.y.to_numpy(dtype=float), _predictions(ctx)))
+
+
+def _units(ctx: ModelContext) -> tuple:
+    """The cache key's part for the regression scale (transform and Scale)."""
+    return (target_transform(ctx), output_scale(ctx)) if ctx.task == "regression" else ()
+
+
 def _labels(ctx: ModelContext) -> np.ndarray | None:
     """A margin classifier's own predictions (positions in its classes), every row; None otherwise."""
     if not on_margin(ctx):
@@ -105,8 +141,8 @@ def model_quality(ctx: ModelContext, threshold: float | None = None, positive: i
     (binary; default the sidebar's class)."""
     if ctx.task == "regression":
         return result_cache().get_or_compute(
-            ("quality", ctx.model_key, ctx.data_key, target_output(ctx)),
-            lambda: regression_quality(ctx.y, _predictions(ctx)))
+            ("quality", ctx.model_key, ctx.data_key, target_output(ctx), *_units(ctx)),
+            lambda: regression_quality(*_regression_pair(ctx)))
     positive = class_index(ctx) if positive is None else positive
     t = DEFAULT_THRESHOLD if threshold is None else round(float(threshold), 2)
     key = ("quality", ctx.model_key, ctx.data_key, t if ctx.task == "binary" else None, positive, N_BINS)
@@ -123,11 +159,13 @@ def segment_quality(ctx: ModelContext, active, threshold: float | None = None, p
     pred = _predictions(ctx)
     y = ctx.y
     if ctx.task == "regression":
+        y, pred = _regression_pair(ctx)
+
         def part(rows):
             q = regression_quality(y.iloc[rows], pred[rows])
             return replace(q, rows=rows[q.rows])
 
-        key = ("quality_segment", ctx.model_key, ctx.data_key, active.key, target_output(ctx))
+        key = ("quality_segment", ctx.model_key, ctx.data_key, active.key, target_output(ctx), *_units(ctx))
     else:
         positive = class_index(ctx) if positive is None else positive
         t = DEFAULT_THRESHOLD if threshold is None else round(float(threshold), 2)

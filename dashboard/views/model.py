@@ -3,6 +3,7 @@ import streamlit as st
 
 from dashboard import messages, state, widgets
 from dashboard.safe_text import code, md
+from dashboard.state import quality as qs
 from dashboard.state import uploads
 
 ctx = state.current()
@@ -21,7 +22,14 @@ if metric:
     st.markdown(f"**{metric['name']}:** {metric['value']:.3f}"
                 + (f" · ROC AUC {metric['roc_auc']:.3f}" if "roc_auc" in metric else ""))
 elif ctx.y is not None:
-    score = state.data_score(ctx.model_key, ctx.data_key, ctx.adapter, ctx.X, ctx.y, state.target_output(ctx))
+    y_scored = ctx.y
+    if state.target_transform(ctx) and qs.target_column_scale(ctx) == "original":  # scored on the model's scale
+        from explainers.target_scale import forward
+
+        y_scored = ctx.y.copy()
+        y_scored[:] = forward(state.target_transform(ctx), ctx.y.to_numpy(dtype=float))
+    score = state.data_score(ctx.model_key, ctx.data_key + str(state.target_transform(ctx)), ctx.adapter, ctx.X,
+                             y_scored, state.target_output(ctx))
     if score:
         left_out = score.get("n_left_out", 0)  # rows with an empty target are not scored
         st.markdown(f"**{score['name']} on the uploaded data:** {score['value']:.3f} "
@@ -32,6 +40,21 @@ else:
     st.caption("No target column was given, so no score is shown.")
 for notice in ctx.notices:
     st.info(md(notice), icon=":material/info:")
+if (transforms := state.transform_choices(ctx)) is not None:  # a regressor: fitted on log(target)?
+    target = state.target_name(ctx)
+    st.selectbox(
+        "The model predicts", transforms,
+        format_func=lambda t: f"{target} itself" if t == state.NO_TRANSFORM else f"{t}({target})",
+        help="A model fitted on log(price) (or log1p, sqrt) predicts that: say so, and the pages offer "
+             f"{target} in its original units too (the sidebar's Scale): errors, partial dependence, What-if.",
+        **state.bind(state.TARGET_TRANSFORM, state.default_transform(ctx), options=transforms),
+    )
+    if state.target_transform(ctx) and ctx.y is not None:
+        holds = qs.target_column_scale(ctx)
+        st.caption(f"The target column {md(target)} holds "
+                   + (f"{md(state.transformed_name(ctx))}, as the model predicts it" if holds == "model"
+                      else f"{md(target)} in its original units")
+                   + " (read from how near its values lie to the predictions).")
 
 st.subheader("Features")
 features = state.feature_summary(ctx.data_key, ctx.X)

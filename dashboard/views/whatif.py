@@ -105,6 +105,13 @@ m1.metric(f"Original {md(label)}", fmt_number(p_before), help=f"Row {row} as in 
 m2.metric(f"Edited {md(label)}", fmt_number(p_after), delta=fmt_number(p_after - p_before, sign=True),
           help=f"Row {row} with your edits: the model's prediction.")
 m3.metric("Features changed", len(changed))
+if (transform := state.target_transform(ctx)) is not None:  # fitted on log(target): the original units too
+    from explainers.target_scale import inverse
+
+    o_before, o_after = (float(inverse(transform, v)) for v in (p_before, p_after))
+    st.markdown(f"In {md(state.target_name(ctx))}'s original units: original **{fmt_number(o_before)}**, edited "
+                f"**{fmt_number(o_after)}** ({fmt_number(o_after - o_before, sign=True)}); the model predicts "
+                f"{md(state.transformed_name(ctx))}, which the figures below explain.")
 if (verdict := whatif_state.verdict(ctx, values, t := quality_state.threshold())) is not None:
     st.markdown(f"Verdict at threshold {t:.2f}: **{md(verdict[0])}** (P({md(ctx.classes[state.class_index(ctx)])}) = "
                 f"{fmt_number(verdict[1])}, edited row; the threshold is set on the Quality page)")
