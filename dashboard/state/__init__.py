@@ -89,6 +89,7 @@ from .session import (
     ACTIVE,
     CLASS_INDEX,
     SCALE,
+    CLASS_NAMES,
     TARGET_TRANSFORM,
     TARGET_OUTPUT,
     DATA_FILE,

@@ -237,7 +237,72 @@ def context_for(key: str) -> ModelContext | None:
 
 
 def current() -> ModelContext:
-    """The active model context (served, demo or upload)."""
+    """The active model context (served, demo or upload), its classes named as the user said
+    where its file names none (:func:`with_class_names`)."""
+    return with_class_names(_current())
+
+
+def unnamed_class_count(ctx: ModelContext) -> int:
+    """How many classes a model file left unnamed (0..k-1) that the user may name; 0 otherwise."""
+    base = ctx.card.get("unnamed_classes") if ctx.card.get("named_by_user") else None
+    if base:
+        return int(base)
+    return len(ctx.model.classes_) if _unnamed_classes(ctx.model) else 0
+
+
+def class_names_problem(ctx: ModelContext, text: str) -> str | None:
+    """Why the names typed for the classes cannot be used (None: they can, or none were typed)."""
+    names = [n.strip() for n in str(text or "").split(",")]
+    k = unnamed_class_count(ctx)
+    if not str(text or "").strip() or not k:
+        return None
+    if len(names) != k:
+        return f"Give {k} names, one per class 0 to {k - 1}, separated by commas (got {len(names)})."
+    if any(not n for n in names) or len(set(names)) != k:
+        return "Each class needs its own name: none empty, no two alike."
+    return None
+
+
+def with_class_names(ctx: ModelContext) -> ModelContext:
+    """The context with the user's names for a model file's unnamed classes (0 .. k-1): the model's
+    ``classes_`` and the target's codes both become the names, so every page, score and link reads
+    them; the names start empty for another model."""
+    from .session import CLASS_NAMES, set_value, value
+
+    ss = st.session_state
+    if ss.get("_names_for") not in (None, ctx.model_key):
+        if value(CLASS_NAMES):
+            set_value(CLASS_NAMES, "")
+    ss["_names_for"] = ctx.model_key
+    text = value(CLASS_NAMES) or ""
+    if not text.strip() or not _unnamed_classes(ctx.model) or class_names_problem(ctx, text):
+        return ctx
+    names = tuple(n.strip() for n in text.split(","))
+    return result_cache().get_or_compute(("context_named", ctx.model_key, ctx.data_key, names),
+                                         lambda: _named_context(ctx, names))
+
+
+def _named_context(ctx: ModelContext, names: tuple[str, ...]) -> ModelContext:
+    import copy
+    from dataclasses import replace
+
+    import numpy as np
+
+    k = len(names)
+    named = copy.copy(ctx.model)
+    named.classes_ = np.asarray(names, dtype=object)
+    y = ctx.y
+    if y is not None:
+        codes = {str(i): names[i] for i in range(k)} | {str(float(i)): names[i] for i in range(k)}
+        y = y.map(lambda v: v if v is None or (isinstance(v, float) and v != v) else codes.get(str(v), v))
+    card = {**ctx.card, "classes": list(names), "named_by_user": True, "unnamed_classes": k}
+    notice = ("Class names given on the Model page: " + ", ".join(f"{i} = {n!r}" for i, n in enumerate(names)) + ".")
+    return replace(ctx, model=named, adapter=ModelAdapter(named, feature_names=list(ctx.X.columns)), y=y,
+                   model_key=f"{ctx.model_key}|classes {'|'.join(names)}", card=card,
+                   notices=[*ctx.notices, notice])
+
+
+def _current() -> ModelContext:
     active = active_model()
     ctx = context_for(active)
     if ctx is not None:

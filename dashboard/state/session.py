@@ -35,6 +35,7 @@ import streamlit as st
 ACTIVE = "active_model"  # demo name, served key, or UPLOADED (a bound control: read it with value(ACTIVE))
 UPLOAD = "upload"  # dict: model/data bytes, names, keys, target, workspace token
 CLASS_INDEX = "class_label"  # the class (or a multi-output regressor's output) picked in the sidebar, by its label
+CLASS_NAMES = "class_names"  # a model file that names no classes: the user's names, comma-separated
 TARGET_TRANSFORM = "target_transform"  # a regressor fitted on log(target) (or log1p, sqrt): "none" or the transform
 SCALE = "output_scale"  # a classifier's explanations: "probability" or "log-odds" (the sidebar's Scale)
 TARGET_OUTPUT = "target_output"  # a multi-output regressor: the output whose true values the target column holds
@@ -156,7 +157,7 @@ def _controls(page: str | None, kind: str, **params_to_keys: str) -> list[Contro
 CONTROLS: dict[str, Control] = {c.key: c for c in [
     Control(ACTIVE, "model", None, always=True),
     *_controls(None, "str", **{"class": CLASS_INDEX, "target_of": TARGET_OUTPUT, "scale": SCALE,
-                                    "transform": TARGET_TRANSFORM}),
+                                    "transform": TARGET_TRANSFORM, "classes": CLASS_NAMES}),
     # PDP / ICE / ALE
     *_controls("effects", "str", feature="pdp_f1", feature2="pdp_f2", colour="pdp_colour", style="pdp_style",
                empty="pdp_empty"),

@@ -3,6 +3,7 @@ import streamlit as st
 
 from dashboard import messages, state, widgets
 from dashboard.safe_text import code, md
+from dashboard.state import context
 from dashboard.state import quality as qs
 from dashboard.state import uploads
 
@@ -40,6 +41,16 @@ else:
     st.caption("No target column was given, so no score is shown.")
 for notice in ctx.notices:
     st.info(md(notice), icon=":material/info:")
+if k := context.unnamed_class_count(ctx):  # a model file that names no classes: the user may
+    st.text_input(
+        f"Class names (the model file numbers its classes 0 to {k - 1})",
+        placeholder=", ".join(f"name of class {i}" for i in range(min(k, 3))) + (", …" if k > 3 else ""),
+        help="One name per class, in the order of the class numbers, separated by commas: every page, "
+             "score and link then uses them (a target column holding the numbers 0 to k-1 is read with them).",
+        **state.bind(state.CLASS_NAMES, ""),
+    )
+    if problem := context.class_names_problem(ctx, state.value(state.CLASS_NAMES, "")):
+        st.warning(problem, icon=":material/warning:")
 if (transforms := state.transform_choices(ctx)) is not None:  # a regressor: fitted on log(target)?
     target = state.target_name(ctx)
     st.selectbox(

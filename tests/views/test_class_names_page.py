@@ -76,3 +76,29 @@ def test_a_target_with_other_values_is_refused_with_the_models_classes(tmp_path)
     assert not at.exception, at.exception
     errors = " ".join(e.value for e in at.error)
     assert "does not know" in errors and "classes are: 0, 1" in errors, errors
+
+
+def test_the_user_names_the_classes_of_a_file_that_has_none(tmp_path):
+    from sklearn.metrics import accuracy_score
+
+    X, y = _data(["stay", "leave"])
+    codes = (y == "leave").astype(int)
+    booster = xgb.XGBClassifier(n_estimators=10, max_depth=3, random_state=0, n_jobs=1).fit(X, codes)
+    booster.get_booster().save_model(tmp_path / "m.json")
+    at = _upload((tmp_path / "m.json").read_bytes(), "m.json", X.assign(y=codes).to_csv(index=False).encode(), "y")
+    box = at.text_input(key=state.CLASS_NAMES)
+    box.set_value("stay").run()  # one name for two classes: said, and nothing changes
+    assert any("Give 2 names" in w.value for w in at.warning)
+    assert at.sidebar.selectbox(key=state.CLASS_INDEX).options == ["0", "1"]
+    at.text_input(key=state.CLASS_NAMES).set_value("stay, leave").run()
+    assert not at.exception, at.exception
+    assert at.sidebar.selectbox(key=state.CLASS_INDEX).options == ["stay", "leave"]
+    assert any("0 = 'stay'" in i.value for i in at.info)
+    # the target's codes read with the names: the page's score is the model's accuracy on them
+    want = accuracy_score(codes, booster.predict(X))
+    assert f"{want:.3f}" in " ".join(m.value for m in at.markdown)
+    # other pages and the link use them
+    at.switch_page("views/quality.py").run()
+    assert not at.exception, at.exception
+    assert any("leave" in c.value or "stay" in c.value for c in at.caption)
+    assert at.query_params["classes"] == "stay, leave"
