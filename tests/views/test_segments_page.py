@@ -170,7 +170,7 @@ def test_the_report_lists_the_segments():
     outline = "\n".join(m.value for m in at.markdown)
     assert "**Segments** — 1 segment(s) defined on the Segments page" in outline, outline
     assert "The pages compared Obese" in outline
-    assert any("5 section(s)" in c.value for c in at.caption)
+    assert any("6 section(s)" in c.value for c in at.caption)  # with the model quality section
     at.toggle(key="rep_show").set_value(True).run()
     doc = next(e.proto.srcdoc for e in at.get("iframe") if "Glassbox report" in e.proto.srcdoc)
     section = doc[doc.index("<h2>Segments</h2>"):]
