@@ -154,3 +154,15 @@ def test_pdp_ale_and_importance_of_house_prices(houses):
     bars = importance_bars_figure(imp, normalised=False)
     _no_exponents(bars)
     assert bars.layout.xaxis.tickformat == ",.4~s"
+
+
+def test_short_labels_keep_what_tells_long_names_apart():
+    from dashboard.figures.style import short_labels
+
+    names = [f"customer_account_measurement_{i:02d}_{'ratio' if i % 3 else 'balance'}_last_quarter" for i in range(60)]
+    short = short_labels(names, 22)
+    assert short[:3] == ["…00_balance…", "…01_ratio…", "…02_ratio…"]
+    assert len(set(short)) == 60 and all(len(s) <= 22 for s in short)
+    assert short_labels(["bmi", "age"]) == ["bmi", "age"]  # short names stay as they are
+    one = short_labels(["a" * 40])[0]
+    assert len(one) == 28 and one.startswith("a" * 13) and "…" in one

@@ -12,7 +12,7 @@ from explainers.importance import ImportanceComparison, ImportanceResult, compar
 
 from dashboard.safe_text import plot
 
-from .style import FONT, PALETTE, d3_format, legend_below, scale_of, short_labels
+from .style import FONT, PALETTE, d3_format, legend_below, scale_of, short_category_axis, short_labels
 
 
 def _per_mean(r: ImportanceResult) -> float:
@@ -152,6 +152,7 @@ def importance_bars_figure(
         zeroline=True, zerolinecolor="#888888",
     )
     fig.update_yaxes(title_text="Feature", autorange="reversed", automargin=True)
+    short_category_axis(fig, "y", list(vals.index))
     return fig
 
 

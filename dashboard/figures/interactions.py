@@ -163,7 +163,7 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
     feats = top_features(strength, max_features) if features is None else _check_features(names, features, func)
     mat = strength.loc[feats, feats].to_numpy(dtype=float)
     # long names keep their start and end (the hover gives the full name): the matrix keeps its width
-    labels = short_labels([plot(f) for f in feats], LABEL_CHARS)
+    labels = [plot(f) for f in short_labels(feats, LABEL_CHARS)]  # cut the names, then escape them
     full = [plot(f) for f in feats]
     scale = noise_scale(result, class_index)
     # two significant digits in a cell (the hover and the pairs table give four): they fit and read
@@ -273,6 +273,7 @@ def interaction_dependence_figure(result, feature: str, partner: str, *, class_i
     x_numeric = pd.api.types.is_numeric_dtype(x.dtype) and not isinstance(x.dtype, pd.CategoricalDtype)
     c_numeric = pd.api.types.is_numeric_dtype(c.dtype) and not isinstance(c.dtype, pd.CategoricalDtype)
     fx, fp = plot(feature), plot(partner)
+    sx, sp = (plot(n) for n in short_labels([feature, partner], LABEL_CHARS))  # for titles (the hover: full)
     label = plot(output_label(result, class_index))
     xs = x.to_numpy(dtype=float) if x_numeric else np.asarray(plot_values(list(x.astype(object))), dtype=object)
     yfmt = d3_format(scale_of(y))
@@ -288,7 +289,7 @@ def interaction_dependence_figure(result, feature: str, partner: str, *, class_i
         fig.add_trace(go.Scatter(
             x=xs[known], y=y[known], mode="markers", customdata=rows[known], name=f"rows ({fp} known)",
             marker=dict(color=cv[known], colorscale=VALUE_SCALE, size=6, opacity=0.8, showscale=True,
-                        line=dict(width=0), colorbar=dict(title=dict(text=fp, side="right"), thickness=12, tickformat=cfmt)),
+                        line=dict(width=0), colorbar=dict(title=dict(text=sp, side="right"), thickness=12, tickformat=cfmt)),
             hovertemplate=hover, showlegend=False,
         ))
         if (~known).any():
@@ -313,11 +314,11 @@ def interaction_dependence_figure(result, feature: str, partner: str, *, class_i
             ))
     fig.add_hline(y=0.0, line=dict(color="#888888", width=1, dash="dot"))
     fig.update_layout(
-        title=dict(text=f"SHAP interaction: {fx} × {fp}", x=0.01, xanchor="left"), font=FONT,
+        title=dict(text=f"SHAP interaction: {sx} × {sp}", x=0.01, xanchor="left"), font=FONT,
         template="plotly_white", height=480, margin=dict(l=70, r=20, t=50, b=60), hoverlabel=dict(font_size=13),
         legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0),
     )
-    fig.update_xaxes(title_text=fx, showline=True, linecolor="#444444", **({"tickformat": xfmt} if x_numeric else {}))
+    fig.update_xaxes(title_text=sx, showline=True, linecolor="#444444", **({"tickformat": xfmt} if x_numeric else {}))
     fig.update_yaxes(title_text=f"SHAP interaction φᵢⱼ + φⱼᵢ ({label})", showline=True, linecolor="#444444",
                      zeroline=False, tickformat=yfmt)
     return fig

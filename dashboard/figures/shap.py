@@ -16,7 +16,7 @@ from explainers.shap import ShapResult
 from dashboard.safe_text import plot, plot_values
 
 from .style import (FONT, MISSING, NEGATIVE, PALETTE, POSITIVE, VALUE_SCALE, d3_format, fmt_number, fmt_signed,
-                    fmt_value, nice_ticks, output_words, scale_of)
+                    fmt_value, nice_ticks, output_words, scale_of, short_category_axis, short_labels)
 
 
 # -------------------------------------------------------------------- helpers
@@ -446,7 +446,7 @@ def beeswarm_figure(
     )
     fig.add_vline(x=0, line=dict(color="#777777", width=1))
     fig.update_yaxes(
-        tickvals=list(range(n_feat)), ticktext=[plot(res.feature_names[j]) for j in top][::-1],
+        tickvals=list(range(n_feat)), ticktext=[plot(n) for n in short_labels([res.feature_names[j] for j in top])][::-1],
         range=[-0.7, n_feat - 0.3], automargin=True, showgrid=False,
     )
     title = f"SHAP values per feature ({_output_title(res, label)}), {res.n_rows:,} rows"
@@ -472,6 +472,7 @@ def _mean_abs_stacked(result: ShapResult, max_display: int) -> go.Figure:
         )
     fig.update_layout(barmode="stack")
     fig.update_xaxes(tickformat=fmt)
+    short_category_axis(fig, "y", [result.feature_names[j] for j in order])
     fig = _layout(fig, f"Mean |SHAP value| per feature and class, {result.n_rows:,} rows",
                   f"mean |SHAP value| ({_output_title(result, '')})",
                   height=120 + 28 * max(len(order), 3))
@@ -510,6 +511,7 @@ def mean_abs_figure(
         )
     )
     fig.update_yaxes(automargin=True)
+    short_category_axis(fig, "y", [res.feature_names[j] for j in order])
     _value_column(fig, names, [fmt_number(v, scale) for v in imp[order]])
     fig = _layout(fig, f"Mean |SHAP value| per feature, {res.n_rows:,} rows",
                   f"mean |SHAP value| ({_output_title(res, label)})",
@@ -624,6 +626,7 @@ def mean_abs_segment_figure(segment: ShapResult, rest: ShapResult, *, segment_na
     fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0.0,
                                                    traceorder="normal"))
     fig.update_yaxes(automargin=True)
+    short_category_axis(fig, "y", [seg.feature_names[j] for j in order])
     fig = _layout(fig, f"Mean |SHAP value|: segment ({seg.n_rows:,} rows) against the rest ({rst.n_rows:,} rows)",
                   f"mean |SHAP value| ({_output_title(seg, label)})", height=140 + 44 * max(len(order), 3))
     fig.update_layout(showlegend=True, margin=dict(t=90))

@@ -188,18 +188,42 @@ def legend_below(height: int, top: int, bottom: int, gap_px: int = 62) -> dict:
 
 
 def short_labels(names, max_chars: int = 28) -> list[str]:
-    """Axis labels of at most ``max_chars`` characters: a longer name keeps its start and its end
-    around "…" (the full name goes in the hover). Labels stay distinct, as a categorical axis
-    merges equal ones."""
+    """Axis labels of at most ``max_chars`` characters (the full name goes in the hover). Names
+    that share a long start or end ("customer_account_..._last_quarter") keep the part that tells
+    them apart ("…01_ratio…"); any other long name keeps its start and its end around "…".
+    Labels stay distinct, as a categorical axis merges equal ones."""
+    import os
+
+    names = [str(n) for n in names]
+    long = [n for n in names if len(n) > max_chars]
+    prefix = os.path.commonprefix(long) if len(long) > 1 else ""
+    suffix = os.path.commonprefix([n[::-1] for n in long])[::-1] if len(long) > 1 else ""
+    # cut at a word's edge ("measurement_0" -> "measurement_"), so a number or word stays whole
+    prefix = prefix[: max((prefix.rfind(c) + 1 for c in "_ -./:"), default=0)]
+    suffix = suffix[min((suffix.find(c) for c in "_ -./:" if c in suffix), default=len(suffix)):]
     out: list[str] = []
-    for name in map(str, names):
+    for name in names:
         label = name
         if len(name) > max_chars:
-            head = (max_chars - 1) // 2
-            label = f"{name[:head].rstrip()}…{name[len(name) - (max_chars - 1 - head):].lstrip()}"
+            core = name[len(prefix):len(name) - len(suffix)] if len(prefix) + len(suffix) < len(name) else ""
+            if (prefix or suffix) and 0 < len(core) <= max_chars - 2:
+                label = ("…" if prefix else "") + core + ("…" if suffix else "")
+            else:
+                head = (max_chars - 1) // 2
+                label = f"{name[:head].rstrip()}…{name[len(name) - (max_chars - 1 - head):].lstrip()}"
         n, base = 2, label
         while label in out:
             label, n = f"{base} ({n})", n + 1
         out.append(label)
     return out
 
+
+
+def short_category_axis(fig, axis: str, names, max_chars: int = 28) -> None:
+    """Show a categorical axis's categories (the raw ``names``, as the traces carry them escaped)
+    by :func:`short_labels`: the data and the hover keep the full names, the axis the short ones."""
+    names = [str(n) for n in names]
+    if all(len(n) <= max_chars for n in names):
+        return
+    getattr(fig, f"update_{axis}axes")(tickmode="array", tickvals=[plot(n) for n in names],
+                                        ticktext=[plot(n) for n in short_labels(names, max_chars)])

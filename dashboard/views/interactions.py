@@ -131,10 +131,11 @@ if ia.no_interactions(strength_shown.to_numpy(), scale):
     left.info(f"No interactions: every pair's {what} is 0. This model adds up one separate effect per feature "
               "(it is additive, like a linear model), so no feature changes how another one acts.",
               icon=":material/info:")
-right, _ = st.columns([3, 2])
+right = st.container()
 with right:
     st.markdown(f"**Pairs, strongest first** (by {measure})")
-    shown_table = table[["pair", "mean_abs_shap_interaction", "h_statistic"]]
+    # the numbers first: a long pair of names can never push them out of view
+    shown_table = table[["mean_abs_shap_interaction", "h_statistic", "pair"]]
     if shap_res is None:
         shown_table = shown_table.drop(columns="mean_abs_shap_interaction")
     widgets.table(shown_table, hide_index=True, height=min(420, 38 + 35 * len(shown_table)),
