@@ -48,13 +48,11 @@ def _models(p: int):
     }
 
 
-def _timed(fn, repeats: int):
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+def _once(fn):
+    """(seconds, result) of one call."""
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
 
 
 def main() -> None:
@@ -82,11 +80,11 @@ def main() -> None:
             t_shap = []
             t_one = []
             for _ in range(args.repeats):  # in turn, so load drifts hit both
-                t, res = _timed(lambda: ours.explain(rows), 1)
+                t, res = _once(lambda: ours.explain(rows))
                 t_ours.append(t)
-                t, sv = _timed(lambda: theirs.shap_values(rows), 1)
+                t, sv = _once(lambda: theirs.shap_values(rows))
                 t_shap.append(t)
-                t, _ = _timed(lambda: one.explain(rows), 1)
+                t, _ = _once(lambda: one.explain(rows))
                 t_one.append(t)
             sv = np.asarray(sv)
             sv = sv[..., 1] if sv.ndim == 3 else sv
