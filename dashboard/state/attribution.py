@@ -86,6 +86,7 @@ def explain_on_scale(ctx: ModelContext, frame: pd.DataFrame, method: str, missin
         if output != "proba":
             raise
         res, why = run(log_odds_output(ctx)), _out_of_reach_note(exc)
+        res = replace(res, params={**res.params, "scale_fallback": True})
     return _with_model_prediction(ctx, _noted(res, why), frame)
 
 
@@ -115,7 +116,12 @@ def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ..
         return replace(res, data=res.data.set_axis(pd.Index([row])))
 
     key = ("shap_row", ctx.model_key, ctx.data_key, row, method, output, missing, bool(empty_as_missing))
-    return with_note(in_worker(key, compute, notice), note)
+    res = with_note(in_worker(key, compute, notice), note)
+    if res.params.get("scale_fallback") and not missing:
+        # this model's probability games are out of reach: the next runs go to log-odds at once
+        # (the row picker and the sample with them)
+        _reach(ctx, method).setdefault("note", res.params.get("scale_note"))
+    return res
 
 
 #: seconds one block of rows should take: long enough to share work within the block,

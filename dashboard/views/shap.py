@@ -52,6 +52,8 @@ try:
 except Exception as exc:
     show_error(exc)
     st.stop()
+if res.params.get("scale_fallback") and state.shap_setting(ctx, method)[0] != output:
+    st.rerun()  # the row picker listed probabilities: draw it again on the scale the chart is on
 ci = state.shap_class(res, ctx)
 if res.params.get("scale_note"):
     st.info(res.params["scale_note"], icon=":material/info:")
