@@ -15,7 +15,7 @@ from explainers.errors import InvalidParameterError, param_error
 
 from dashboard.safe_text import csv_text, plot, plot_values
 
-from .style import FONT, PDP_COLOURS, PDP_EMPTY, PDP_ICE, PDP_LINE, PDP_SCALE, d3_format, fmt_value, scale_of
+from .style import FONT, PDP_COLOURS, PDP_EMPTY, PDP_ICE, PDP_LINE, PDP_SCALE, d3_format, fmt_value, scale_of, short_labels
 
 
 # ============================================================================
@@ -109,6 +109,12 @@ def _layout(fig: go.Figure, title: str, xtitle: str, ytitle: str, height: int = 
     # only the main y axis: a second one (ALE's rows per bin) keeps its own title
     fig.update_layout(yaxis=dict(title_text=ytitle, showline=True, linecolor="#444444", zeroline=False))
     return fig
+
+
+def _short_pair(result) -> tuple[str, str]:
+    """The two features' names for titles and axis titles, long ones shortened (the hover keeps them whole)."""
+    sx, sy = short_labels(list(result.feature_names)[:2], 32)
+    return plot(sx), plot(sy)
 
 
 def _heatmap_layout(fig: go.Figure, title: str, fx: str, fy: str) -> go.Figure:
@@ -455,7 +461,8 @@ def pdp2d_figure(
         _shade_empty(fig, x, y, empty, f"{fx}: %{{x}}<br>{fy}: %{{y}}<br>no data rows in this cell<extra></extra>")
     if points is not None:
         _add_points(fig, points, *result.feature_names)  # the columns by their own names
-    fig = _heatmap_layout(fig, f"Partial dependence on {fx} and {fy}", fx, fy)
+    sx, sy = _short_pair(result)
+    fig = _heatmap_layout(fig, f"Partial dependence on {sx} and {sy}", sx, sy)
     _number_axes(fig, None if result.feature_kinds[0] == "categorical" else x,
                  None if result.feature_kinds[1] == "categorical" else y)
     title = ("Centred p" if result.centered else "P") + f"artial dependence: {label}"
@@ -570,7 +577,8 @@ def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = 
     if shade_empty and empty.any():
         _shade_empty(fig, ex, ey, empty, f"{fx}: %{{x}}<br>{fy}: %{{y}}<br>no data rows in this cell "
                                          "(value taken from the nearest cell with rows)<extra></extra>")
-    fig = _heatmap_layout(fig, f"Interaction of {fx} and {fy} (second-order ALE)", fx, fy)
+    sx, sy = _short_pair(result)
+    fig = _heatmap_layout(fig, f"Interaction of {sx} and {sy} (second-order ALE)", sx, sy)
     _number_axes(fig, ex, ey)
     return fig
 
