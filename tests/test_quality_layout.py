@@ -72,11 +72,25 @@ def test_small_confusion_shares_keep_a_decimal():
             assert text[i][j] == f"{int(m[i, j]):,}<br>({qf._share(share[i, j])})"
 
 
-def test_residual_quantile_labels_alternate_heights():
+def test_residual_quantile_labels_never_print_on_each_other():
+    """Quantiles closer than an eighth of the residuals' range share one label (a long tail squeezes
+    them into a few pixels); neighbouring labels sit on different heights; every quantile is named
+    once, with its value."""
     rng = np.random.default_rng(2)
     X = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a", "b"])
-    y = X.a + rng.standard_t(2, 300)
-    q = quality(LinearRegression().fit(X, y), X, y)
-    fig = qf.residual_histogram_figure(q)
-    shifts = [a.yshift or 0 for a in fig.layout.annotations]
-    assert len(shifts) == 5 and all(a != b for a, b in zip(shifts, shifts[1:]))
+    for y in (X.a + rng.normal(size=300), X.a + rng.standard_t(1, 300)):  # plain, and a very long tail
+        q = quality(LinearRegression().fit(X, y), X, y)
+        fig = qf.residual_histogram_figure(q)
+        labels = list(fig.layout.annotations)
+        named = [n for a in labels for n in a.text.split(":")[0].split("/")]
+        assert sorted(named) == sorted(["5%", "25%", "50%", "75%", "95%"])
+        shifts = [a.yshift for a in labels]
+        assert all(a != b for a, b in zip(shifts, shifts[1:]))
+        span = float(np.ptp(q.residuals))
+        xs = [a.x for a in labels]
+        assert all(b - a >= 0.06 * span for a, b in zip(xs, xs[1:]))  # groups well apart on each height
+        for a in labels:
+            first = a.text.split(":")[0].split("/")[0]
+            want = float(np.quantile(q.residuals, float(first.rstrip("%")) / 100))
+            assert f"{want:.4g}"[:3].lstrip("-") in a.text.replace(",", "")
+    assert len(labels) < 5  # the long tail's middle quantiles share a label

@@ -272,13 +272,24 @@ def residual_histogram_figure(q, *, quantiles=(0.05, 0.25, 0.5, 0.75, 0.95)) -> 
     fig = go.Figure(go.Histogram(x=q.residuals, marker_color=PALETTE[0], opacity=0.75, name="rows",
                                  hovertemplate="residual %{x}<br>%{y:,} rows<extra></extra>"))
     scale = scale_of(q.residuals)
-    for i, a in enumerate(quantiles):
-        v = float(np.quantile(q.residuals, a))
-        # labels on three heights above the plot in turn: neighbouring quantiles (often close) never
-        # print on each other, nor on the bars
-        fig.add_vline(x=v, line=dict(color=POSITIVE if a != 0.5 else "#000000", dash="dot", width=1),
-                      annotation=dict(text=f"{a:.0%}: {fmt_number(v, scale)}", font_size=11, yshift=16 * (i % 3)),
-                      annotation_position="top")
+    values = [float(np.quantile(q.residuals, a)) for a in quantiles]
+    for a, v in zip(quantiles, values):
+        fig.add_vline(x=v, line=dict(color=POSITIVE if a != 0.5 else "#000000", dash="dot", width=1))
+    # one label per group of quantiles too close to label apart (a long tail squeezes the middle ones
+    # into a few pixels), the groups on two heights in turn: no label prints on another
+    span = float(np.ptp(q.residuals)) or 1.0
+    groups: list[list[int]] = []
+    for i, v in enumerate(values):
+        if groups and v - values[groups[-1][0]] < 0.12 * span:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    for g, members in enumerate(groups):
+        names = "/".join(f"{quantiles[i]:.0%}" for i in members)
+        lo, hi = values[members[0]], values[members[-1]]
+        shown = fmt_number(lo, scale) if len(members) == 1 else f"{fmt_number(lo, scale)} to {fmt_number(hi, scale)}"
+        fig.add_annotation(x=(lo + hi) / 2, xref="x", y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                           text=f"{names}: {shown}", font_size=11, yshift=4 + 16 * (g % 2))
     fig = _layout(fig, "Residuals (actual − predicted) and their quantiles", "residual", "rows", showlegend=False)
     fig.update_layout(margin=dict(t=110), title=dict(y=0.97, yanchor="top"))
     return fig
