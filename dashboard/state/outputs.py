@@ -234,7 +234,18 @@ def shap_output(ctx: ModelContext, method: str, n_background: int) -> tuple[str,
                         f"exactly to the prediction, feature by feature. The prediction in {target_name(ctx)}'s "
                         "units is the inverse of their sum, which does not split into per-feature parts.")
     if scale == LOG_ODDS:
-        return log_odds_output(ctx), None
+        out = log_odds_output(ctx)
+        if out == "log_odds" and method == "auto":  # a forest or network: its log-odds are no sum of parts
+            from explainers.shap.auto import choose_method
+
+            # (Tree SHAP explains a forest's probabilities only: its log-odds go to the agnostic methods)
+            chosen = choose_method(ctx.model, ctx.X.shape[1], n_background, output="log_odds", allow_tree=False)[0]
+            if chosen == "kernel":
+                return "auto", (
+                    f"Log-odds SHAP values of this model would be a sampled estimate (Kernel SHAP: "
+                    f"2**{ctx.X.shape[1]} coalitions are too many to evaluate); shown on the **probability** "
+                    "scale, where they are exact. Pick Method **kernel** for the estimate on log-odds.")
+        return out, None
     if method == "linear":
         return "auto", ("Linear SHAP explains the decision function: the values are on the log-odds scale. "
                         "Pick Method **exact** or **kernel** for probabilities.")

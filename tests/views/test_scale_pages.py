@@ -116,3 +116,30 @@ def test_pdp_on_log_odds_is_the_definition(demo_cards):
         Z[feature] = gx
         p = np.clip(model.predict_proba(Z)[:, ci], 1e-15, 1 - 1e-15)
         assert gy == pytest.approx(float(np.mean(np.log(p) - np.log1p(-p))), abs=1e-8)
+
+
+def test_a_forest_on_log_odds_is_not_swapped_for_an_estimate():
+    import pandas as pd
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestClassifier
+    from streamlit.testing.v1 import AppTest
+
+    from tests.views._app import APP
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 14)), columns=[f"f{i}" for i in range(14)])
+    y = np.where(X.f0 + X.f1 > 0, "yes", "no")
+    forest = RandomForestClassifier(30, max_depth=5, random_state=0).fit(X, y)
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.file_uploader(key=state.MODEL_FILE).set_value(("rf.skops", sio.dumps(forest), "application/octet-stream"))
+    at.file_uploader(key=state.DATA_FILE).set_value(("d.csv", X.assign(t=y).to_csv(index=False).encode(), "text/csv"))
+    at.run()
+    at.selectbox(key=state.TARGET_COL).set_value("t").run()
+    next(b for b in at.button if b.label == "Load model and data").click().run()
+    at.switch_page("views/shap.py").run()
+    at.sidebar.radio(key=state.SCALE).set_value(state.LOG_ODDS).run()
+    assert not at.exception, at.exception
+    assert any("sampled estimate" in i.value and "probability" in i.value for i in at.info)
+    assert any("output: proba" in c.value for c in at.caption)  # the forest's exact Tree SHAP
+    at.selectbox(key="shap_method").set_value("kernel").run()  # asked for: the estimate on log-odds
+    assert any("output: log_odds" in c.value for c in at.caption)
