@@ -17,44 +17,67 @@ from .rows import _nested_rows, _RowStore, background, sample_rows
 from .warmup import wait_for_warmup
 
 
-def shap_is_fast(ctx: ModelContext, method: str = "auto", output: str = "auto") -> bool:
-    """Whether SHAP with this method and output is a fast one (linear or tree on what the model
-    adds up to). Probabilities of a boosting model are not: their exact game grows with 2**d,
-    d the features on which a row and a background row part, so they are measured."""
+#: rows the cost probe explains, and the seconds above which a view runs only on request with a warning
+COST_PROBE_ROWS, SLOW_VIEW_S = 2, 10.0
+#: rows a "fast" SHAP method explains within SLOW_VIEW_S (the global views' and importance's default)
+FAST_ROWS = 1_000
+
+
+def _by_kind_fast(ctx: ModelContext, method: str, output: str) -> bool | None:
+    """Fast by what the method is (linear, tree on what the trees add up to: True; exact and kernel:
+    False); None for the probabilities of a boosting model, whose exact game must be measured."""
     from .outputs import _margin_is_native
 
-    if method in ("exact", "kernel") or (output == "proba" and _margin_is_native(ctx)):
+    if method in ("exact", "kernel"):
         return False
+    if output == "proba" and _margin_is_native(ctx):
+        return None
     if method in ("tree", "linear"):
         return True
     try:
         from explainers.shap import auto
+
+        chosen, _ = auto.choose_method(ctx.model, ctx.X.shape[1], 100, output=output)
     except Exception:
         return False
-    try:
-        method, _ = auto.choose_method(ctx.model, ctx.X.shape[1], 100, output=output)
-    except Exception:
-        return False
-    return method in ("linear", "tree")
+    return chosen in ("linear", "tree")
 
 
-#: rows the cost probe explains, and the seconds above which a view runs only on request with a warning
-COST_PROBE_ROWS, SLOW_VIEW_S = 2, 10.0
+def _output(ctx: ModelContext, method: str, output: str | None) -> str:
+    from .outputs import shap_output
+
+    return shap_output(ctx, method, 100)[0] if output is None else output
 
 
-def shap_seconds_per_row(ctx: ModelContext, method: str, output: str = "auto") -> float:
+def shap_is_fast(ctx: ModelContext, method: str = "auto", output: str | None = None) -> bool:
+    """Whether SHAP with this method and output (None: the one the sidebar's Scale asks for) is a
+    fast one: linear or tree on what the model adds up to, or (the probabilities of a boosting
+    model, whose exact game grows with 2**d, d the features on which a row and a background row
+    part) measured to explain FAST_ROWS rows within SLOW_VIEW_S."""
+    output = _output(ctx, method, output)
+    fast = _by_kind_fast(ctx, method, output)
+    if fast is None:
+        return _probe_seconds(ctx, method, output) * FAST_ROWS <= SLOW_VIEW_S
+    return fast
+
+
+def shap_seconds_per_row(ctx: ModelContext, method: str, output: str | None = None) -> float:
     """Seconds one row of SHAP takes with this method and output, measured once on a small
     probe (cached per model, data, method and output; 0 for the fast tree and linear methods)."""
-    if shap_is_fast(ctx, method, output):
-        return 0.0
+    output = _output(ctx, method, output)
+    return 0.0 if _by_kind_fast(ctx, method, output) else _probe_seconds(ctx, method, output)
 
+
+def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:
     def probe() -> float:
         from explainers.shap import explain
 
         wait_for_warmup()
         rows = sample_rows(ctx, COST_PROBE_ROWS)
-        t0 = time.perf_counter()
         try:
+            if output == "proba":  # the probability game's kernels compile on their first call
+                explain(ctx.model, rows.iloc[:1], background=background(ctx), method=method, output=output)
+            t0 = time.perf_counter()
             explain(ctx.model, rows, background=background(ctx), method=method, output=output)
         except ExplainerError:  # out of reach on this scale: the page falls back, and says so
             return 0.0

@@ -54,6 +54,11 @@ def _warm_kernels() -> None:
             partial_dependence(forest, X, [0], grid_resolution=3, kind=kind)
         partial_dependence(mlp, X, [0], grid_resolution=3, kind="average")
         explain(forest, X[:2])
+        # the probability game of a boosting classifier (the SHAP pages' default scale)
+        from sklearn.ensemble import GradientBoostingClassifier
+
+        boost = GradientBoostingClassifier(n_estimators=2, max_depth=2, random_state=0).fit(X, X[:, 0] > 0.5)
+        explain(boost, X[:2], background=X[:5], output="proba")
         # the What-if page's counterfactual search (about ten seconds to compile on a fresh install)
         from explainers.counterfactuals import counterfactuals
 
