@@ -207,3 +207,30 @@ def test_a_regressors_one_output_is_called_the_prediction():
     assert fig.data[0].colorbar.title.text == "prediction"
     one = pdp_figure(replace(partial_dependence(model, X, ["a"], grid_resolution=5), output_names=["0"]))
     assert ": 0" not in (one.layout.title.text or "") and " 0 " not in (one.layout.yaxis.title.text or "")
+
+
+def test_second_order_ale_is_read_against_the_pairs_effect():
+    """A logistic model on log-odds has no interaction (rounding noise only) next to the pair's
+    effect: drawn pale (the colours span a quarter of the 2-D partial dependence's range), not
+    in full colour."""
+    from sklearn.linear_model import LogisticRegression
+
+    from dashboard.figures import ale2d_figure, pd_range
+    from explainers import ModelAdapter
+    from explainers.ale import ale
+    from explainers.pdp import partial_dependence
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(400, 2)), columns=["a", "b"])
+    fitted = LogisticRegression().fit(X, (X.a + X.b + rng.normal(0, 0.3, 400) > 0).astype(int))
+    model = ModelAdapter(fitted, output="log_odds")
+    inter = ale(model, X, ["a", "b"], n_bins=8)
+    pd2 = partial_dependence(model, X, ["a", "b"], grid_resolution=8, kind="average")
+    ref = pd_range(pd2, 1)
+    own = ale2d_figure(inter, class_index=1).data[0]
+    read = ale2d_figure(inter, class_index=1, reference=ref).data[0]
+    assert own.zmax == pytest.approx(float(np.nanmax(np.abs(np.asarray(own.z, dtype=float)))))
+    assert own.zmax < 1e-6 * ref  # the noise, drawn at full colour on its own scale
+    assert read.zmax == pytest.approx(ref / 4)
+    avg = np.asarray(pd2.average, dtype=float)[..., 1]
+    assert ref == pytest.approx(float(avg.max() - avg.min()))

@@ -22,7 +22,7 @@ from .interactions import (
     interaction_pairs_frame,
     interaction_strength,
 )
-from .pdp import ale2d_figure, ale_figure, pdp2d_figure, pdp_figure, pdp_to_csv
+from .pdp import ale2d_figure, ale_figure, pd_range, pdp2d_figure, pdp_figure, pdp_to_csv
 from .quality import (
     calibration_figure,
     confusion_figure,
@@ -58,7 +58,7 @@ __all__ = [
     "PALETTE", "FONT", "PDP_COLOURS", "PDP_LINE", "PDP_ICE", "PDP_EMPTY",
     "POSITIVE", "NEGATIVE", "MISSING", "VALUE_SCALE",
     # partial dependence, ICE, ALE
-    "pdp_figure", "pdp2d_figure", "ale_figure", "ale2d_figure", "pdp_to_csv",
+    "pdp_figure", "pdp2d_figure", "ale_figure", "ale2d_figure", "pdp_to_csv", "pd_range",
     # SHAP
     "waterfall_figure", "force_figure", "beeswarm_figure", "mean_abs_figure", "dependence_figure",
     # variable importance

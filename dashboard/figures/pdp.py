@@ -531,7 +531,8 @@ def ale_figure(result, *, class_index: int | None = None, show_counts: bool = Tr
     return fig
 
 
-def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = True) -> go.Figure:
+def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = True,
+                 reference: float | None = None) -> go.Figure:
     """Second-order ALE of two features: their interaction alone, as a heatmap.
 
     Parameters
@@ -544,6 +545,11 @@ def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = 
     shade_empty : bool, default=True
         Grey over the cells with no data rows (their value is borrowed from
         the nearest cell with rows).
+    reference : float, default=None
+        The size the interaction is read against (the pair's 2-D partial dependence range):
+        the colours span at least a quarter of it, so an interaction thousands of times smaller
+        than the pair's effect is drawn pale, not in full colour. None: the interaction's own
+        largest value.
 
     Returns
     -------
@@ -567,7 +573,10 @@ def ale2d_figure(result, *, class_index: int | None = None, shade_empty: bool = 
     hover = (f"{fx} in (%{{customdata[0]:{fxs}}}, %{{customdata[1]:{fxs}}}]<br>"
              f"{fy} in (%{{customdata[2]:{fys}}}, %{{customdata[3]:{fys}}}]<br>"
              f"interaction effect: %{{z:{_spec(cells)}}}<br>rows in cell: %{{customdata[4]}}<extra></extra>")
-    span = float(np.nanmax(np.abs(cells))) or 1.0
+    span = float(np.nanmax(np.abs(cells)))
+    if reference is not None and np.isfinite(reference):
+        span = max(span, 0.25 * float(reference))
+    span = span or 1.0
     fig = go.Figure(go.Heatmap(
         x=ex, y=ey, z=cells, customdata=bounds, hovertemplate=hover, colorscale="RdBu_r",
         zmid=0.0, zmin=-span, zmax=span, colorbar=dict(title=dict(text=label, side="right"), thickness=14, tickformat=_spec(cells)),
@@ -672,3 +681,11 @@ def pdp_segment_figure(segment, rest, *, segment_name: str, class_index: int | N
                   f"partial dependence: {label}")
     _number_axes(fig, None if categorical else _axis_values(segment.grid[0], False), ys)
     return fig
+
+
+def pd_range(result, class_index: int | None = None) -> float:
+    """The range (max - min) of a partial dependence's average for one output: the size of the
+    features' joint effect (what :func:`ale2d_figure` reads an interaction against)."""
+    pos, _ = _pick_one_output(result, class_index, "pd_range")
+    avg = np.asarray(_take(result.average, pos), dtype=float)
+    return float(np.nanmax(avg) - np.nanmin(avg)) if np.isfinite(avg).any() else float("nan")

@@ -179,9 +179,11 @@ with d1:
         st.info("The SHAP interaction plot needs SHAP interaction values, which this model does not get here "
                 "(see above). The partial dependence and ALE of the pair are beside it.", icon=":material/info:")
 ci = state.pdp_class(ctx)
+pair_pd = None
 with d2:
     try:
-        pdp_fig = figures.pdp2d_figure(state.pdp(ctx, (f1, f2), 20, (0.05, 0.95)), class_index=ci)
+        pair_pd = state.pdp(ctx, (f1, f2), 20, (0.05, 0.95))
+        pdp_fig = figures.pdp2d_figure(pair_pd, class_index=ci)
         pdp_fig.update_layout(title_text="2D partial dependence")  # the axes name the pair: a title that fits a third
         st.plotly_chart(pdp_fig, key="interactions_pdp")
     except Exception as exc:
@@ -190,7 +192,8 @@ numeric = all(ctx.X[c].dtype.kind in "biuf" for c in (f1, f2))
 with d3:
     if numeric:
         try:
-            ale_fig = figures.ale2d_figure(state.ale(ctx, (f1, f2), 10), class_index=ci)
+            ale_fig = figures.ale2d_figure(state.ale(ctx, (f1, f2), 10), class_index=ci,
+                                           reference=figures.pd_range(pair_pd, ci) if pair_pd is not None else None)
             ale_fig.update_layout(title_text="Second-order ALE (the interaction alone)")
             st.plotly_chart(ale_fig, key="interactions_ale")
         except Exception as exc:

@@ -75,7 +75,8 @@ if two_d:
         left.plotly_chart(fig, key="pdp_2d")
         try:
             right.plotly_chart(figures.ale2d_figure(state.ale(ctx, features, 10), class_index=ci,
-                                                    shade_empty=empty != "show"), key="pdp_ale2d")
+                                                    shade_empty=empty != "show", reference=figures.pd_range(res, ci)),
+                               key="pdp_ale2d")
         except Exception as exc:
             with right:
                 widgets.show_error(exc)
