@@ -103,7 +103,7 @@ with st.sidebar:
             "Output", choices, help="The model predicts several targets; the pages explain this one.",
             **state.bind(state.CLASS_INDEX, choices[0], options=choices),
         )
-    state.follow_model(ctx)  # another model: its target transform starts from "none"
+    state.follow_model(ctx)  # another model: its target transform starts from that model's default
     if (scales := state.scale_choices(ctx)) is not None:  # probabilities, or a transformed target
         st.radio(
             "Scale", scales, horizontal=True,

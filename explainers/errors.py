@@ -32,7 +32,12 @@ class InvalidParameterError(ExplainerError):
 
 class OutOfReachError(ExplainerError):
     """The exact answer asked for costs more than the limit allows (the message says which
-    question is exact and affordable instead); never answered by an estimate in its place."""
+    question is exact and affordable instead); never answered by an estimate in its place.
+    ``reason`` is the message without that advice (for a caller that acts on it itself)."""
+
+    def __init__(self, reason: str, advice: str = ""):
+        super().__init__(f"{reason} {advice}".strip())
+        self.reason = reason
 
 
 def param_error(name: str, func: str, expected: str, got) -> InvalidParameterError:

@@ -45,8 +45,8 @@ def _with_model_prediction(ctx: ModelContext, res, frame: pd.DataFrame):
 
 
 def _out_of_reach_note(exc: BaseException) -> str:
-    return (f"{exc} Shown on the **log-odds** scale instead, where Tree SHAP is exact.").replace(
-        " Explain the margin (log-odds) instead (output='raw', exact by Tree SHAP), or use fewer features.", "")
+    """The page's note for a probability game out of reach: the library's reason, and what the page does."""
+    return f"{getattr(exc, 'reason', exc)} Shown on the **log-odds** scale instead, where Tree SHAP is exact."
 
 
 def _reach(ctx: ModelContext, method: str) -> dict:

@@ -455,9 +455,10 @@ def feature_summary(data_key: str, _X: pd.DataFrame) -> pd.DataFrame:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def data_score(model_key: str, data_key: str, _ctx_adapter: ModelAdapter, _X: pd.DataFrame,
-               _y: pd.Series, output: int | None = None) -> dict | None:
+               _y: pd.Series, output: int | None = None, transform: str | None = None) -> dict | None:
     """R² or accuracy of the model on the given rows (None when the target is unusable).
-    ``output``: for a regressor of several outputs, the one the target holds (None: no score)."""
+    ``output``: for a regressor of several outputs, the one the target holds (None: no score).
+    ``transform``: the target transform ``_y`` was put on the model's scale with (a cache key only)."""
     from sklearn.metrics import accuracy_score, r2_score
 
     y = _y

@@ -46,7 +46,7 @@ def _by_kind_fast(ctx: ModelContext, method: str, output: str) -> bool | None:
 def _output(ctx: ModelContext, method: str, output: str | None) -> str:
     from .outputs import shap_output
 
-    return shap_output(ctx, method, 100)[0] if output is None else output
+    return shap_output(ctx, method, len(background(ctx)))[0] if output is None else output
 
 
 def shap_is_fast(ctx: ModelContext, method: str = "auto", output: str | None = None) -> bool:

@@ -134,7 +134,7 @@ def default_transform(ctx: ModelContext) -> str:
     """The transform a served model came with (``glassbox serve --target-transform``, ``show(...,
     target_transform=)``), else "none"."""
     given = (getattr(ctx, "card", None) or {}).get("target_transform")
-    return given if given and (transform_choices(ctx) or [])[1:].count(given) else NO_TRANSFORM
+    return given if given in (transform_choices(ctx) or [])[1:] else NO_TRANSFORM
 
 
 def target_transform(ctx: ModelContext) -> str | None:
@@ -241,10 +241,7 @@ def shap_output(ctx: ModelContext, method: str, n_background: int) -> tuple[str,
             # (Tree SHAP explains a forest's probabilities only: its log-odds go to the agnostic methods)
             chosen = choose_method(ctx.model, ctx.X.shape[1], n_background, output="log_odds", allow_tree=False)[0]
             if chosen == "kernel":
-                return "auto", (
-                    f"Log-odds SHAP values of this model would be a sampled estimate (Kernel SHAP: "
-                    f"2**{ctx.X.shape[1]} coalitions are too many to evaluate); shown on the **probability** "
-                    "scale, where they are exact. Pick Method **kernel** for the estimate on log-odds.")
+                return "auto", _estimate_note(ctx, "Log-odds", "probability", "log-odds")
         return out, None
     if method == "linear":
         return "auto", ("Linear SHAP explains the decision function: the values are on the log-odds scale. "
@@ -255,12 +252,15 @@ def shap_output(ctx: ModelContext, method: str, n_background: int) -> tuple[str,
 
     chosen, _ = choose_method(ctx.model, ctx.X.shape[1], n_background, output="proba")
     if chosen == "kernel":
-        p = ctx.X.shape[1]
-        return log_odds_output(ctx), (
-            f"Probability-scale SHAP values of this model would be a sampled estimate (Kernel SHAP: "
-            f"2**{p} coalitions are too many to evaluate); shown on the **log-odds** scale, where they "
-            "are exact. Pick Method **kernel** for the estimate on probabilities.")
+        return log_odds_output(ctx), _estimate_note(ctx, "Probability-scale", "log-odds", "probabilities")
     return "proba", None
+
+
+def _estimate_note(ctx: ModelContext, asked: str, shown: str, estimate_on: str) -> str:
+    """Why the SHAP views show another scale than the one picked: there it would be an estimate."""
+    return (f"{asked} SHAP values of this model would be a sampled estimate (Kernel SHAP: 2**{ctx.X.shape[1]} "
+            f"coalitions are too many to evaluate); shown on the **{shown}** scale, where they are exact. Pick "
+            f"Method **kernel** for the estimate on {estimate_on}.")
 
 
 def adapter_output(explain_output: str, ctx: ModelContext) -> str:

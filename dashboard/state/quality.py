@@ -81,20 +81,28 @@ def _regression_pair(ctx: ModelContext) -> tuple[pd.Series, np.ndarray]:
     """(target, predictions) of a regressor, both on the sidebar's Scale: for a model fitted on
     log(target) (or log1p, sqrt) the original units or the model's scale, whichever scale the
     target column holds (:func:`target_column_scale`)."""
-    y, pred = ctx.y, _predictions(ctx)
+    pred = _predictions(ctx)
     transform = target_transform(ctx)
     if transform is None:
-        return y, pred
+        return ctx.y, pred
+    from explainers.target_scale import inverse
+
+    if output_scale(ctx) == ORIGINAL:
+        return target_on_scale(ctx, "original"), inverse(transform, pred)
+    return target_on_scale(ctx, "model"), pred
+
+
+def target_on_scale(ctx: ModelContext, scale: str) -> pd.Series:
+    """The target column on ``scale`` ("model": f(target), as the model predicts it; "original":
+    the target's own units), converted from whichever scale it holds; the column itself for a
+    model without a target transform."""
+    y, transform = ctx.y, target_transform(ctx)
+    if transform is None or target_column_scale(ctx) == scale:
+        return y
     from explainers.target_scale import forward, inverse
 
-    holds = target_column_scale(ctx)
-    if output_scale(ctx) == ORIGINAL:
-        pred = inverse(transform, pred)
-        if holds == "model":
-            y = pd.Series(inverse(transform, y.to_numpy(dtype=float)), index=y.index, name=y.name)
-    elif holds == "original":
-        y = pd.Series(forward(transform, y.to_numpy(dtype=float)), index=y.index, name=y.name)
-    return y, pred
+    convert = inverse if scale == "original" else forward
+    return pd.Series(convert(transform, y.to_numpy(dtype=float)), index=y.index, name=y.name)
 
 
 def target_column_scale(ctx: ModelContext) -> str:

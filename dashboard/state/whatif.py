@@ -10,7 +10,6 @@ from .attribution import explain_on_scale, shap_setting, with_note
 from .cache import result_cache
 from .context import ModelContext
 from .outputs import class_index
-from .rows import background
 
 
 def edited_row(ctx: ModelContext, values: tuple) -> tuple[pd.DataFrame, tuple]:

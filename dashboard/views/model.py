@@ -23,14 +23,9 @@ if metric:
     st.markdown(f"**{metric['name']}:** {metric['value']:.3f}"
                 + (f" · ROC AUC {metric['roc_auc']:.3f}" if "roc_auc" in metric else ""))
 elif ctx.y is not None:
-    y_scored = ctx.y
-    if state.target_transform(ctx) and qs.target_column_scale(ctx) == "original":  # scored on the model's scale
-        from explainers.target_scale import forward
-
-        y_scored = ctx.y.copy()
-        y_scored[:] = forward(state.target_transform(ctx), ctx.y.to_numpy(dtype=float))
-    score = state.data_score(ctx.model_key, ctx.data_key + str(state.target_transform(ctx)), ctx.adapter, ctx.X,
-                             y_scored, state.target_output(ctx))
+    # scored on the model's own scale (a column in a log target's original units is converted)
+    score = state.data_score(ctx.model_key, ctx.data_key, ctx.adapter, ctx.X, qs.target_on_scale(ctx, "model"),
+                             state.target_output(ctx), state.target_transform(ctx))
     if score:
         left_out = score.get("n_left_out", 0)  # rows with an empty target are not scored
         st.markdown(f"**{score['name']} on the uploaded data:** {score['value']:.3f} "

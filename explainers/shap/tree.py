@@ -531,7 +531,7 @@ class TreeShap:
         if self.probability_game:
             values, base, preds = self._probability_values(Xp, mask, bg, tick, frame, params)
         else:
-            values, base, preds = self._margin_values(Xp, mask, bg, tick, params)
+            values, preds = self._margin_values(Xp, mask, bg, tick, params)
             base = np.repeat(base_raw[None, :], n, axis=0)
         # masked features are not players: make their zero exact (no -0.0 or round-off)
         values[np.broadcast_to(mask[:, :, None], values.shape)] = 0.0
@@ -556,8 +556,8 @@ class TreeShap:
         )
 
     def _margin_values(self, Xp: np.ndarray, mask: np.ndarray, bg, tick, params: dict):
-        """(values, None, predictions) of what the trees add up to, by leaf tables or the
-        textbook recursion, per missing pattern."""
+        """(values, predictions) of what the trees add up to, by leaf tables or the textbook
+        recursion, per missing pattern."""
         ens = self.ensemble
         n, p = Xp.shape
         out = np.zeros((n, p, ens.n_raw))
@@ -577,7 +577,7 @@ class TreeShap:
             trees_textbook=int(n_text),
             table_mb=round(sum(pl.nbytes for pl in self._plans.values()) / 2**20, 3),
         )
-        return ens.scale * out, None, ens.base[None, :] + ens.scale * pred
+        return ens.scale * out, ens.base[None, :] + ens.scale * pred
 
     def _probability_values(self, Xp: np.ndarray, mask: np.ndarray, bg, tick, frame, params: dict):
         """(values, base values, predictions) of the probability game (see _proba_game)."""
@@ -589,8 +589,8 @@ class TreeShap:
             raise OutOfReachError(
                 f"Probability-scale SHAP values of row {frame.index[exc.args[0]]!r} are out of reach: "
                 f"against a background row it takes different branches on more than {MAX_PAIR_BITS} "
-                f"features, so its exact game has over 2**{MAX_PAIR_BITS} coalitions. Explain the "
-                "margin (log-odds) instead (output='raw', exact by Tree SHAP), or use fewer features."
+                f"features, so its exact game has over 2**{MAX_PAIR_BITS} coalitions.",
+                "Explain the margin (log-odds) instead (output='raw', exact by Tree SHAP), or use fewer features."
             ) from None
         params.update(n_trees=self.ensemble.n_trees, game="probability (exact, per background row)",
                       players_max=int(players.max(initial=0)))
