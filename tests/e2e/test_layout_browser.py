@@ -14,7 +14,7 @@ from .layout_check import layout_faults
 from .test_state_browser import _no_exception, loan_files  # noqa: F401 - the fixture
 
 #: every page, the SHAP page with its global view and the Interactions page with 25 features
-PATHS = ["overview", "quality", "segments", "effects", "interactions?features=25", "attribution?global=1",
+PATHS = ["", "quality", "segments", "effects", "interactions?features=25", "attribution?global=1",
          "what-if", "importance-comparison", "compare", "report"]
 
 
@@ -53,6 +53,7 @@ def _every_page(page, base: str, query: str) -> dict:
         page.goto(f"{base}/{path}{sep}{query}")
         wait_idle(page, 300_000)
         _no_exception(page)
+        assert page.get_by_text("Page not found").count() == 0, path  # every path is a page
         page.wait_for_timeout(1_500)  # Plotly draws after the script run ends
         found = layout_faults(page)
         if found:

@@ -9,7 +9,7 @@ from .conftest import wait_idle
 from .test_state_browser import _figure, _nav, _no_exception, _radio, _radio_checked, _until
 
 #: every page's url path
-PATHS = ["overview", "quality", "segments", "effects", "interactions", "attribution", "what-if",
+PATHS = ["", "quality", "segments", "effects", "interactions", "attribution", "what-if",
          "importance-comparison", "compare", "report"]
 
 
@@ -26,6 +26,7 @@ def test_no_page_requests_anything_from_outside(page, app_url):
         page.goto(f"{app_url}/{path}?model=wine_gb")
         wait_idle(page, 180_000)
         _no_exception(page)
+        assert page.get_by_text("Page not found").count() == 0, path  # every path is a page
         page.wait_for_timeout(500)  # late requests (icons, fonts) of the drawn page
     assert outside == []
 
