@@ -227,7 +227,6 @@ MAX_FUNCTION_LINES = 100
 #: split one into named steps and take it off; never add one. Compiled kernels do not count.
 LONG_FUNCTIONS_ALLOWED = {
     "explainers/batch/explain.py::explain_file",
-    "explainers/importance/permutation.py::permutation_importance",
     "explainers/io/data.py::load_data",
     "explainers/segments/_proposals.py::propose_segments",
     "explainers/shap/auto.py::explain",

@@ -115,9 +115,26 @@ def permutation_importance(
     (10, 2)
     """
     func = "permutation_importance"
+    n_repeats, max_cells, progress = _check_options(n_repeats, max_cells, progress, func)
+    model, adapter, frame, X, y_arr, sw, n_given = _scored_rows(model, X, y, class_index, scoring, sample_weight, func)
+    rows, perms, sub = _plan_shuffles(max_samples, random_state, len(frame), n_repeats, func)
+    scorer = Scorer(model, adapter, scoring, y_arr, sw, func)
+    baseline, scores = _scores(model, X, frame, scorer, rows, perms, sub, max_cells, progress)
+    params, desc = _describe(adapter, scorer, scoring, n_repeats, random_state, max_samples, baseline,
+                             len(frame), n_given, class_index)
+    return make_result(adapter.feature_names, baseline - scores, "permutation", params, desc)
+
+
+# ------------------------------------------------------------------------------ steps
+def _check_options(n_repeats, max_cells, progress, func: str):
+    """The checked ``n_repeats``, ``max_cells`` and ``progress``."""
     n_repeats = check_int(n_repeats, "n_repeats", func, 1)
     max_cells = check_int(max_cells, "max_cells", func, 1)
-    progress = check_progress(progress, func)
+    return n_repeats, max_cells, check_progress(progress, func)
+
+
+def _scored_rows(model, X, y, class_index, scoring, sample_weight, func: str):
+    """Return (model, adapter, frame, X, y, sample_weight, n_given): the rows with a true value, checked."""
     adapter = ModelAdapter(model)
     model = adapter.model  # a library object (XGBoost...) in the form the adapter explains
     frame = check_X(adapter, X, func)
@@ -133,17 +150,28 @@ def permutation_importance(
         sw = None if sw is None else sw[keep]
         X = X[keep] if isinstance(X, pd.DataFrame) else np.asarray(X)[keep]
         check_X(adapter, frame, func)
-    n = len(frame)
+    return model, adapter, frame, X, y_arr, sw, n_given
+
+
+def _plan_shuffles(max_samples, random_state, n: int, n_repeats: int, func: str):
+    """Return (rows, perms, sub): the rows drawn, the shuffles, and the rows scored (None for all)."""
     m = _rows_drawn(max_samples, n, func)
-
     rows, perms = _draw_shuffles(random_state, n, m, n_repeats)
-    scorer = Scorer(model, adapter, scoring, y_arr, sw, func)
     sub = None if m == n else rows  # the rows the permuted scores are taken on
-    if scorer.batched:
-        baseline, scores = _batched_scores(model, frame, scorer, rows, perms, sub, max_cells, progress)
-    else:
-        baseline, scores = _per_copy_scores(X, frame.shape[1], scorer, rows, perms, sub, progress)
+    return rows, perms, sub
 
+
+def _scores(model, X, frame, scorer: Scorer, rows, perms, sub, max_cells: int, progress):
+    """Baseline and permuted scores (p, n_repeats), batched where the scorer allows it."""
+    if scorer.batched:
+        return _batched_scores(model, frame, scorer, rows, perms, sub, max_cells, progress)
+    return _per_copy_scores(X, frame.shape[1], scorer, rows, perms, sub, progress)
+
+
+def _describe(adapter: ModelAdapter, scorer: Scorer, scoring, n_repeats: int, random_state, max_samples,
+              baseline, n: int, n_given: int, class_index) -> tuple[dict, str]:
+    """The result's params and description."""
+    n_left_out = n_given - n
     params = {
         "n_repeats": n_repeats,
         "scoring": scoring if isinstance(scoring, str) or scoring is None else repr(scoring),
@@ -165,7 +193,7 @@ def permutation_importance(
     )
     if n_left_out:
         desc += " " + rows_left_out_note(n_left_out, n_given)
-    return make_result(adapter.feature_names, baseline - scores, "permutation", params, desc)
+    return params, desc
 
 
 # ------------------------------------------------------------------------------ inputs
