@@ -86,10 +86,11 @@ def _h_by_tree_walk(ctx: ModelContext) -> bool:
     a tree model without categorical splits, on numeric data without empty cells."""
     import pandas as pd
 
-    from explainers.trees import flatten_model, is_tree_model
+    from explainers.description import describe
+    from explainers.trees import flatten_model
 
     numeric = all(pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.CategoricalDtype) for t in ctx.X.dtypes)
-    if not (numeric and is_tree_model(ctx.model)) or ctx.X.isna().to_numpy().any():
+    if not (numeric and describe(ctx.model).tree) or ctx.X.isna().to_numpy().any():
         return False
     try:
         return not flatten_model(ctx.model).has_rules

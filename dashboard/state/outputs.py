@@ -204,16 +204,9 @@ def effects_model(ctx: ModelContext):
 
 def _margin_is_native(ctx: ModelContext) -> bool:
     """Whether the model's own sum is its log-odds (margin): boosting trees, linear models."""
-    from explainers.shap.linear import is_linear_model
-    from explainers.trees import flatten_model, is_tree_model
+    from explainers.description import describe
 
-    model = ctx.model
-    if is_tree_model(model):
-        try:
-            return flatten_model(model).transform in ("sigmoid", "softmax")
-        except Exception:  # noqa: BLE001 - not readable as trees: no native margin
-            return False
-    return is_linear_model(model) or hasattr(model, "decision_function")
+    return describe(ctx.model).margin_is_native
 
 
 def log_odds_output(ctx: ModelContext) -> str:

@@ -108,10 +108,11 @@ def _rows(rows, n: int) -> list[int]:
 
 def _tree_ensemble(adapter, frame: pd.DataFrame):
     """The flattened trees the exact solver reads, or (None, why not)."""
-    from ..trees import flatten_model, is_tree_model
+    from ..description import describe
+    from ..trees import flatten_model
 
     model = adapter.model
-    if not is_tree_model(model):
+    if not describe(model).tree:
         return None, f"{type(model).__name__} is not a tree model"
     try:
         ens = flatten_model(model)

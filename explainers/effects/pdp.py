@@ -153,11 +153,12 @@ class PartialDependenceResult:
 
 def _tree_plan(adapter: ModelAdapter, frame: pd.DataFrame, kinds, grids):
     """Return (ensemble, transform) when the exact tree walk applies, else (None, reason)."""
-    from ..trees import flatten_model, is_tree_model
+    from ..description import describe
     from ..errors import InvalidModelError
+    from ..trees import flatten_model
 
     model = adapter.model
-    if not is_tree_model(model):
+    if not describe(model).tree:
         return None, (
             f"{type(model).__name__} is not a bare tree model (a Pipeline never is)"
         )

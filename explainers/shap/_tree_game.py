@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..trees import flatten_model, is_tree_model
+from ..description import describe
+from ..trees import flatten_model
 from ..trees.walks import goes_left, rules_of
 from ..errors import InvalidModelError
 from ..model import ModelAdapter
@@ -64,7 +65,7 @@ class TreePredictor:
     def build(cls, adapter: ModelAdapter) -> TreePredictor | None:
         """A TreePredictor when the model is a supported tree model, else None."""
         model = adapter.model
-        if type(adapter) is not ModelAdapter or not is_tree_model(model):
+        if type(adapter) is not ModelAdapter or not describe(model).tree:
             return None
         try:
             ens = flatten_model(model)

@@ -16,11 +16,11 @@ from dataclasses import replace
 from typing import Sequence
 
 from ..errors import ExplainerError, OutOfReachError, param_error
-from ..model import detect_task
+from ..description import describe
 from ._common import Progress, as_frame, check_int, make_adapter
 from .exact import MAX_EXACT_EVALS, ExactShap
 from .kernel import KernelShap
-from .linear import LinearShap, is_linear_model
+from .linear import LinearShap
 from .result import ShapResult
 
 __all__ = ["explain", "EXPLAINERS", "register_explainer", "choose_method"]
@@ -28,33 +28,10 @@ __all__ = ["explain", "EXPLAINERS", "register_explainer", "choose_method"]
 #: method name -> explainer class; TreeShap is added when tree.py is present
 EXPLAINERS: dict[str, type] = {"linear": LinearShap, "exact": ExactShap, "kernel": KernelShap}
 
-_TREE_MODULES = ("sklearn.tree", "sklearn.ensemble", "xgboost", "lightgbm", "catboost")
-_TREE_NAMES = (
-    "DecisionTree",
-    "ExtraTree",
-    "RandomForest",
-    "ExtraTrees",
-    "GradientBoosting",
-    "HistGradientBoosting",
-)
-
 
 def register_explainer(name: str, cls: type) -> None:
     """Add or replace a method in the dispatch dict (TreeShap uses this)."""
     EXPLAINERS[name] = cls
-
-
-def _is_tree_model(model) -> bool:
-    cls = EXPLAINERS.get("tree")
-    supports = getattr(cls, "supports", None)
-    if callable(supports):
-        try:
-            return bool(supports(model))
-        except Exception:  # a broken check must not break explain(); fall back
-            return False
-    est = model.steps[-1][1] if hasattr(model, "steps") else model
-    name = type(est).__name__
-    return type(est).__module__.startswith(_TREE_MODULES) and name.startswith(_TREE_NAMES)
 
 
 def _call(cls: type, model, background, options: dict, X, missing, nan_is_missing, progress):
@@ -81,17 +58,20 @@ def choose_method(
     max_evals: int = MAX_EXACT_EVALS,
     allow_tree: bool = True,
 ) -> tuple[str, str]:
-    """Return (method, reason) for ``method="auto"``; see the module docstring."""
-    if allow_tree and "tree" in EXPLAINERS and _is_tree_model(model):
+    """Return (method, reason) for ``method="auto"``; see the module docstring.
+
+    The model's :func:`~explainers.description.describe` decides which exact engine applies.
+    """
+    desc = describe(model)
+    if allow_tree and "tree" in EXPLAINERS and desc.tree:
         return "tree", f"{type(model).__name__} is a tree model: TreeShap is exact and fast"
-    fold_note = _fold_note(model)
-    if is_linear_model(model):
+    if desc.linear:
         if output in ("auto", "raw"):
-            space = "prediction" if detect_task(model) == "regression" else "decision-function (log-odds)"
+            space = "prediction" if desc.task == "regression" else "decision-function (log-odds)"
             return "linear", f"{type(model).__name__} is linear: closed form in its {space} space"
         linear_note = f"linear model, but output={output!r} is not linear in the features; "
     else:
-        linear_note = fold_note
+        linear_note = desc.fold_note
     coalitions = 2**n_features
     evals = coalitions * n_background
     if coalitions - 2 <= n_samples and evals <= max_evals:
@@ -103,23 +83,6 @@ def choose_method(
         f"{linear_note}{n_features} features: 2**{n_features} = {coalitions:,} coalitions is "
         f"more than n_samples={n_samples}, so KernelShap samples them"
     )
-
-
-def _fold_note(model) -> str:
-    """Why a pipeline ending in a tree model is not explained by its trees, as a lead-in."""
-    steps = getattr(model, "steps", None)
-    if not steps:
-        return ""
-    try:
-        from ..trees import is_tree_model
-        from ..trees.pipeline import fold_refusal
-
-        if not is_tree_model(steps[-1][1]):
-            return ""  # not a tree pipeline: nothing to explain away
-        why = fold_refusal(model)
-    except Exception:  # noqa: BLE001 - no reason to give
-        return ""
-    return f"{why.rstrip('.')}; " if why else ""
 
 
 def explain(
@@ -186,20 +149,9 @@ def explain(
     InvalidParameterError
         For an unknown method (the message lists those available).
     """
-    if method != "auto" and method not in EXPLAINERS:
-        raise param_error("method", "explain", f"one of {['auto', *EXPLAINERS]}", method)
-    check_int(n_samples, "n_samples", "explain", 1)
-    if method == "linear" and output not in ("auto", "raw"):
-        raise param_error(
-            "output",
-            "explain with method='linear'",
-            "'auto' or 'raw' (LinearShap explains the decision function; use method='exact' "
-            "or 'kernel' for probabilities)",
-            output,
-        )
+    _check_request(method, n_samples, output)
     adapter = make_adapter(model, feature_names=feature_names, output=output, class_index=class_index)
     frame = as_frame(adapter, X)
-    base_model = adapter.model
     options = {
         "output": output,
         "class_index": class_index,
@@ -212,32 +164,39 @@ def explain(
     }
     if options["mode"] not in ("path_dependent", "interventional"):
         raise param_error("tree_mode", "explain", "'path_dependent', 'interventional' or None", tree_mode)
+    choice = dict(output=output, n_samples=n_samples, max_evals=max_evals)
     if method == "auto":
         # the default background is a sample of at most 100 rows of X
         n_bg = min(100, len(frame)) if background is None else len(adapter.to_frame(background))
-        chosen, reason = choose_method(
-            base_model, frame.shape[1], n_bg, output=output, n_samples=n_samples, max_evals=max_evals
-        )
+        chosen, reason = choose_method(adapter.model, frame.shape[1], n_bg, **choice)
     else:
         chosen, reason = method, f"method={method!r} was requested"
+    run = (adapter.model, background, options, frame, missing, nan_is_missing, progress)
     try:
-        res = _call(EXPLAINERS[chosen], base_model, background, options, frame, missing, nan_is_missing, progress)
+        res = _call(EXPLAINERS[chosen], *run)
     except ExplainerError as exc:
         # an exact answer out of reach is said, not swapped for KernelShap's estimate of it
         if method != "auto" or chosen != "tree" or isinstance(exc, OutOfReachError):
             raise
         # TreeShap declined this model: fall back to the model-agnostic choice
-        chosen, reason2 = choose_method(
-            base_model,
-            frame.shape[1],
-            n_bg,
-            output=output,
-            n_samples=n_samples,
-            max_evals=max_evals,
-            allow_tree=False,
-        )
+        chosen, reason2 = choose_method(adapter.model, frame.shape[1], n_bg, allow_tree=False, **choice)
         reason = f"TreeShap declined ({exc}); {reason2}"
-        res = _call(EXPLAINERS[chosen], base_model, background, options, frame, missing, nan_is_missing, progress)
+        res = _call(EXPLAINERS[chosen], *run)
     if res.method == "tree":
         reason = f"{reason} ({options['mode'].replace('_', '-')} value function)"
     return replace(res, params={**res.params, "reason": reason, "method_requested": method})
+
+
+def _check_request(method: str, n_samples, output: str) -> None:
+    """The method, KernelShap's budget and the output, checked before any work."""
+    if method != "auto" and method not in EXPLAINERS:
+        raise param_error("method", "explain", f"one of {['auto', *EXPLAINERS]}", method)
+    check_int(n_samples, "n_samples", "explain", 1)
+    if method == "linear" and output not in ("auto", "raw"):
+        raise param_error(
+            "output",
+            "explain with method='linear'",
+            "'auto' or 'raw' (LinearShap explains the decision function; use method='exact' "
+            "or 'kernel' for probabilities)",
+            output,
+        )

@@ -26,7 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..trees import TreeEnsemble, flatten_model, is_tree_model
+from ..description import describe
+from ..trees import TreeEnsemble, flatten_model
 from ..trees.library import native_form
 from ..trees.inputs import tree_inputs
 from ..errors import InvalidModelError, OutOfReachError, param_error
@@ -185,7 +186,7 @@ class TreeShap:
         # a ModelAdapter holds the native form already; a library object is read here
         est = model.model if isinstance(model, ModelAdapter) else native_form(model)
         model = model if isinstance(model, ModelAdapter) else est
-        if not is_tree_model(est):
+        if not describe(est).tree:
             raise InvalidModelError(
                 f"TreeShap explains tree models (scikit-learn's DecisionTree, RandomForest, "
                 f"ExtraTrees, GradientBoosting, HistGradientBoosting; XGBoost, LightGBM and CatBoost "
@@ -243,7 +244,7 @@ class TreeShap:
         est = model.model if isinstance(model, ModelAdapter) else model
         # multi-output regressors flatten to one raw column per target; multi-output
         # classifiers (a list of class arrays) are refused by the adapter
-        return is_tree_model(est) and not isinstance(getattr(est, "classes_", None), list)
+        return describe(est).tree
 
     @staticmethod
     def _adapter_output(est, ens: TreeEnsemble, output: str) -> str:
