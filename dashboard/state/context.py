@@ -20,6 +20,7 @@ import streamlit as st
 import explainers
 from demo_models import build as demo_build
 from explainers import ExplainerError, ModelAdapter
+from explainers.description import ModelDescription, describe
 
 from dashboard import served as served_list
 
@@ -50,6 +51,11 @@ class ModelContext:
     @property
     def classes(self) -> list[str] | None:
         return None if self.adapter.classes is None else [str(c) for c in self.adapter.classes]
+
+    @property
+    def description(self) -> ModelDescription:
+        """What the model is (engines, fold, link), read once per fitted model by explainers."""
+        return describe(self.adapter.model)
 
     @property
     def key(self) -> str:

@@ -56,12 +56,11 @@ def interaction_method(ctx: ModelContext) -> tuple[str | None, str]:
     most :data:`EXACT_MAX_FEATURES` features the exact coalition game over a small
     background; the rest no SHAP interaction values (the page shows the H statistic).
     """
-    from explainers.shap import TreeShap
 
     p = ctx.X.shape[1]
     if p < 2:
         return None, (f"Interactions need at least two features; this model has {p}.")
-    if TreeShap.supports(ctx.model):  # categorical columns included: the trees encode them
+    if ctx.description.tree:  # categorical columns included: the trees encode them
         return "tree", "tree SHAP (exact for tree models; path-dependent, no background needed)"
     if p <= EXACT_MAX_FEATURES:
         return "exact", (f"exact SHAP: every coalition of the {p} features, with a background of "
@@ -86,11 +85,10 @@ def _h_by_tree_walk(ctx: ModelContext) -> bool:
     a tree model without categorical splits, on numeric data without empty cells."""
     import pandas as pd
 
-    from explainers.description import describe
     from explainers.trees import flatten_model
 
     numeric = all(pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.CategoricalDtype) for t in ctx.X.dtypes)
-    if not (numeric and describe(ctx.model).tree) or ctx.X.isna().to_numpy().any():
+    if not (numeric and ctx.description.tree) or ctx.X.isna().to_numpy().any():
         return False
     try:
         return not flatten_model(ctx.model).has_rules

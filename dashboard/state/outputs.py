@@ -204,9 +204,7 @@ def effects_model(ctx: ModelContext):
 
 def _margin_is_native(ctx: ModelContext) -> bool:
     """Whether the model's own sum is its log-odds (margin): boosting trees, linear models."""
-    from explainers.description import describe
-
-    return describe(ctx.model).margin_is_native
+    return ctx.description.margin_is_native
 
 
 def log_odds_output(ctx: ModelContext) -> str:
