@@ -229,8 +229,6 @@ LONG_FUNCTIONS_ALLOWED = {
     "explainers/batch/explain.py::explain_file",
     "explainers/io/data.py::load_data",
     "explainers/segments/_proposals.py::propose_segments",
-    "explainers/shap/tree.py::TreeShap._build_plan",
-    "explainers/shap/tree.py::TreeShap.explain",
     "explainers/trees/lightgbm.py::read_lightgbm",
     "explainers/trees/pipeline.py::_fold_numeric",
     "explainers/trees/validate.py::check_trees",

@@ -292,20 +292,9 @@ class TreeShap:
             return _Plan(masked, i64(0), all_trees, i64(1), i64(1), i64(1), i64(1),
                          np.zeros(1), i64(1), np.zeros(1), np.zeros((ncols, 1)),
                          np.zeros(1, np.uint8))
-        node_bit = np.full(n_nodes, -1, np.int64)
-        leaf_m = np.full(n_nodes, -1, np.int64)
-        leaf_lw = np.ones(n_nodes)
-        leaf_foff = i64(n_nodes)
-        args = (nd["feature"], nd["left"], nd["right"], nd["cover"], nd["node_offsets"], masked,
-                int(ens.max_depth))
-        K.leaf_paths(*args, False, leaf_foff, node_bit, leaf_m, leaf_lw, i64(0), np.zeros(0))
+        node_bit, leaf_m, leaf_lw, leaf_foff, flat_feat, flat_z = self._leaf_paths(masked)
         is_leaf = nd["left"] < 0
         m_leaf = np.where(is_leaf, leaf_m, 0)
-        leaf_foff[:] = np.cumsum(m_leaf) - m_leaf
-        flat_feat = i64(int(m_leaf.sum()))
-        flat_z = np.zeros(len(flat_feat))
-        K.leaf_paths(*args, True, leaf_foff, node_bit, leaf_m, leaf_lw, flat_feat, flat_z)
-
         starts = nd["node_offsets"][:-1]
         tree_of_node = np.repeat(np.arange(n_trees), np.diff(nd["node_offsets"]))
         max_m = np.maximum.reduceat(m_leaf, starts)
@@ -381,6 +370,25 @@ class TreeShap:
                              leaf_foff, flat_coef, leaf_toff, table)
         return _Plan(masked, table_trees, text_trees, node_bit, leaf_m, leaf_foff, flat_feat,
                      flat_coef, leaf_toff, leaf_lw, table, parents.astype(np.uint8))
+
+    def _leaf_paths(self, masked: np.ndarray):
+        """Each leaf's path features: (node_bit, leaf_m, leaf_lw, leaf_foff, flat_feat, flat_z),
+        counted in a first pass and filled in a second (see ``K.leaf_paths``)."""
+        nd = self._nodes
+        n_nodes = self.ensemble.n_nodes
+        node_bit = np.full(n_nodes, -1, np.int64)
+        leaf_m = np.full(n_nodes, -1, np.int64)
+        leaf_lw = np.ones(n_nodes)
+        leaf_foff = np.zeros(n_nodes, np.int64)
+        args = (nd["feature"], nd["left"], nd["right"], nd["cover"], nd["node_offsets"], masked,
+                int(self.ensemble.max_depth))
+        K.leaf_paths(*args, False, leaf_foff, node_bit, leaf_m, leaf_lw, np.zeros(0, np.int64), np.zeros(0))
+        m_leaf = np.where(nd["left"] < 0, leaf_m, 0)
+        leaf_foff[:] = np.cumsum(m_leaf) - m_leaf
+        flat_feat = np.zeros(int(m_leaf.sum()), np.int64)
+        flat_z = np.zeros(len(flat_feat))
+        K.leaf_paths(*args, True, leaf_foff, node_bit, leaf_m, leaf_lw, flat_feat, flat_z)
+        return node_bit, leaf_m, leaf_lw, leaf_foff, flat_feat, flat_z
 
     def _plan_for(self, masked: np.ndarray, n_rows: int, bg: np.ndarray | None) -> _Plan:
         if not masked.any():
@@ -501,26 +509,9 @@ class TreeShap:
         mask = missing_mask(adapter, frame, missing, nan_is_missing)
         Xp = tree_inputs(ens, frame, "X")
         n, p = Xp.shape
-        iv = self.mode == "interventional"
-        bg = None
         params = {"mode": self.mode, "nan_is_missing": bool(nan_is_missing), "nan_reason": nan_reason,
                   "class_index": adapter.class_index, "link": ens.transform, "reason": "requested"}
-        if iv:
-            seed = check_random_state(random_state, func)
-            bg_frame, source = prepare_background(
-                adapter, self.background, frame, random_state=seed, func=self._func
-            )
-            bg = tree_inputs(ens, bg_frame, "The background")
-            key = (source, bg.shape, hash(bg.tobytes()))
-            if key != self._bg_key:  # tables hold background counts: new rows, new tables
-                self._plans.clear()
-                self._bg_key = key
-            base_raw = ens.predict_raw(bg).mean(axis=0)
-            params.update(n_background=len(bg), background=source)
-        else:
-            base_raw = self._expected_value_pd()
-            note = "given but not used" if self.background is not None else "none"
-            params.update(n_background=0, background=f"{note} (path-dependent: tree cover)")
+        bg, base_raw = self._background_rows(frame, random_state, params)
 
         state = {"done": 0}
 
@@ -555,6 +546,26 @@ class TreeShap:
             data=frame.copy(),
             params=params,
         )
+
+    def _background_rows(self, frame, random_state, params: dict):
+        """(background rows or None, the raw base value): the interventional game's rows (a new
+        background clears the leaf tables, which hold its counts), or the trees' cover."""
+        ens = self.ensemble
+        if self.mode != "interventional":
+            note = "given but not used" if self.background is not None else "none"
+            params.update(n_background=0, background=f"{note} (path-dependent: tree cover)")
+            return None, self._expected_value_pd()
+        seed = check_random_state(random_state, "TreeShap.explain")
+        bg_frame, source = prepare_background(
+            self.adapter, self.background, frame, random_state=seed, func=self._func
+        )
+        bg = tree_inputs(ens, bg_frame, "The background")
+        key = (source, bg.shape, hash(bg.tobytes()))
+        if key != self._bg_key:  # tables hold background counts: new rows, new tables
+            self._plans.clear()
+            self._bg_key = key
+        params.update(n_background=len(bg), background=source)
+        return bg, ens.predict_raw(bg).mean(axis=0)
 
     def _margin_values(self, Xp: np.ndarray, mask: np.ndarray, bg, tick, params: dict):
         """(values, predictions) of what the trees add up to, by leaf tables or the textbook
