@@ -170,6 +170,15 @@ def test_no_import_cycles():
     assert not found, "import cycles among dashboard/state and dashboard/widgets.py:\n" + _cycle_report(graph, found)
 
 
+def test_no_import_cycles_in_dashboard():
+    """The whole dashboard package (pages, figures, state, the server), not only its state."""
+    graph = import_graph(_package_modules("dashboard"))
+    assert "dashboard.state.cache" in graph["dashboard.state.context"]  # from .cache import
+    assert any(name.startswith("dashboard.figures") for name in graph)
+    found = cycles(graph)
+    assert not found, "import cycles among the modules of dashboard/:\n" + _cycle_report(graph, found)
+
+
 def test_the_explainers_graph_reads_relative_and_lazy_imports():
     graph = import_graph(EXPLAINERS)
     assert "explainers.errors" in graph["explainers.segments._conditions"]  # from ..errors import
