@@ -22,6 +22,8 @@ schema.json of a .skops file   GLASSBOX_MAX_SCHEMA_BYTES    256 MB
 data rows                      GLASSBOX_MAX_DATA_ROWS       5,000,000
 data, unpacked                 GLASSBOX_MAX_DATA_BYTES      2 GB
 CSV header line                GLASSBOX_MAX_HEADER_BYTES    8 MB
+CPU to read one uploaded model GLASSBOX_MAX_PARSE_SECONDS   120
+memory to read one upload      GLASSBOX_MAX_PARSE_BYTES     6 GB
 =============================  ===========================  ==================
 
 Sizes accept a plain number of bytes or a suffix: ``GLASSBOX_MAX_MODEL_BYTES=4GB``.
@@ -53,6 +55,10 @@ LIMITS: dict[str, tuple[str, int, str, bool]] = {
     # server's: its CPU seconds and memory are capped (a damaged file crashed catboost's loader)
     "convert_seconds": ("GLASSBOX_MAX_CONVERT_SECONDS", 60, "CPU seconds to convert a .cbm file", False),
     "convert_bytes": ("GLASSBOX_MAX_CONVERT_BYTES", 4 * _GB, "bytes of memory to convert a .cbm file", True),
+    # an uploaded model file is read in a child process (explainers.io.isolated), never in the
+    # server's: its CPU seconds and the memory it may add are capped
+    "parse_seconds": ("GLASSBOX_MAX_PARSE_SECONDS", 120, "CPU seconds to read one uploaded model", False),
+    "parse_bytes": ("GLASSBOX_MAX_PARSE_BYTES", 6 * _GB, "bytes of memory to read one uploaded model", True),
     "data_rows": ("GLASSBOX_MAX_DATA_ROWS", 5_000_000, "data rows", False),
     "data_bytes": ("GLASSBOX_MAX_DATA_BYTES", 2 * _GB, "bytes of unpacked data", True),
     "header_bytes": ("GLASSBOX_MAX_HEADER_BYTES", 8 * _MB, "bytes of a CSV header line", True),

@@ -21,6 +21,7 @@ import explainers
 from demo_models import build as demo_build
 from explainers import ExplainerError, ModelAdapter
 from explainers.description import ModelDescription, describe
+from explainers.io.isolated import load_model_isolated
 
 from dashboard import served as served_list
 
@@ -71,7 +72,11 @@ def demo_cards() -> dict[str, dict]:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def load_model_cached(model_key: str, _data: bytes, filename: str, trusted: bool):
+def load_model_cached(model_key: str, _data: bytes, filename: str, trusted: bool, isolated: bool = True):
+    """The model of a file; an upload (``isolated``) is read in a child process with a CPU and
+    memory budget, so no upload holds the server or crashes it (explainers.io.isolated)."""
+    if isolated:
+        return load_model_isolated(_data, trusted=trusted, filename=filename)
     return explainers.load_model(_data, trusted=trusted, filename=filename)
 
 
@@ -97,7 +102,7 @@ def demo_context(name: str) -> ModelContext:
 
     def build() -> ModelContext:
         # the same safe loader as uploads (never trusted): skops, or an XGBoost / LightGBM file
-        model = load_model_cached(model_key, model_bytes, model_name, False)
+        model = load_model_cached(model_key, model_bytes, model_name, False, isolated=False)  # our own file
         ds = load_data_cached(data_key, data_bytes, f"{name}.parquet", card["target"], model_key, model)
         return ModelContext(
             name=name, title=card["title"], model=model, adapter=ModelAdapter(model),
@@ -422,7 +427,8 @@ def _served_context(entry, model_key: str, data_key: str) -> ModelContext:
                                  entry.parts.get("settings"), entry.parts.get("step") or "model")
     else:
         # the path goes to the loader as the (unhashed) content: the file is read in place
-        model = load_model_cached(model_key, entry.model, model_name, pickles_trusted())
+        # (the operator's or the notebook's own file: read here, not in a child)
+        model = load_model_cached(model_key, entry.model, model_name, pickles_trusted(), isolated=False)
     model, ds, notices = _load_file_data(data_key, entry.data, data_name, entry.target, model_key, model)
     ctx = _file_context(entry.key, entry.name, entry.description or f"Your model {model_name} with data {data_name}.",
                         model, ds, entry.target, model_key, notices)
