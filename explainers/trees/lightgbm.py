@@ -573,82 +573,12 @@ def read_lightgbm(data: bytes, *, name: str = "") -> NativeTreeModel:
     label = f"The LightGBM model file {name!r}" if name else "The LightGBM model file"
     text = _decode(data, label)
     header, blocks, params, pandas_text = _split_file(text, label)
-    for key in ("num_class", "max_feature_idx", "feature_names", "feature_infos"):
-        if key not in header:
-            raise _damaged(f"{label} has no {key} line in its header.")
-    n_class = _int(header["num_class"], "num_class", label)
-    per_iter = _int(header.get("num_tree_per_iteration", n_class), "num_tree_per_iteration", label)
-    n_features = _int(header["max_feature_idx"], "max_feature_idx", label) + 1
-    if n_features < 1:
-        raise _damaged(f"{label} states max_feature_idx={n_features - 1}.")
-    if n_features > limits.limit("features"):
-        raise InvalidModelError(f"{label} reads {n_features:,} features, {limits.over('features')}.")
-    names = header["feature_names"].split()
-    if len(names) != n_features:
-        raise _damaged(f"{label} names {len(names)} features but states max_feature_idx={n_features - 1}.")
-    if params.get("linear_tree", "0").strip() not in ("", "0", "false", "False"):
-        raise InvalidModelError(
-            "This LightGBM model uses linear_tree=True: its leaves hold linear models, not "
-            "constants, which Glassbox does not represent. Retrain with linear_tree=False."
-        )
+    n_class, per_iter, n_features, names = _check_header(header, params, label)
     transform, task, factor, obj_name, notes = _objective(header, params, n_class, per_iter, label)
-    if n_class > 1 and transform != "softmax":  # pragma: no cover - _objective refuses these
-        raise _damaged(f"{label} states num_class={n_class} for objective {obj_name!r}.")
-    if not blocks:
-        raise _damaged(f"{label} holds no trees.")
-    if "tree_sizes" in header and len(header["tree_sizes"].split()) != len(blocks):
-        raise _damaged(
-            f"{label} lists {len(header['tree_sizes'].split())} tree sizes but holds {len(blocks)} trees: "
-            "the file is truncated or spliced."
-        )
-    if len(blocks) % per_iter:
-        raise _damaged(f"{label} holds {len(blocks)} trees, not a multiple of num_tree_per_iteration={per_iter}.")
-    n_raw = per_iter if transform == "softmax" else 1
-
-    stated = 0
-    for t, (_, block) in enumerate(blocks):  # what the file says the trees hold, before any array
-        if "num_leaves" in block:
-            stated += 2 * max(1, _int(block.get("num_leaves"), f"tree {t}'s num_leaves", label)) - 1
-    check_structure(stated, n_raw, label)
-    parts, n_ints = [], []
-    split_features, split_gains, split_covers = [], [], []
-    total_nodes, rule_words = 0, 0
-    for t, (_, block) in enumerate(blocks):
-        part, feats, gains, n_int = _tree_part(block, t, n_raw, t % n_raw, label)
-        rule_words += sum(len(r) for r in part[8].values()) if part[8] else 0
-        check_structure(stated, n_raw, label, rule_words=rule_words)
-        total_nodes += len(part[0])
-        if total_nodes > limits.limit("nodes"):
-            raise InvalidModelError(f"{label} has more than {total_nodes:,} tree nodes, {limits.over('nodes')}.")
-        parts.append(part)
-        n_ints.append(n_int)
-        split_features.append(feats)
-        split_gains.append(gains)
-        split_covers.append(part[6][:n_int])
-
-    from .validate import check_trees
-
-    offsets = np.concatenate([[0], np.cumsum([len(p[0]) for p in parts])])
-    cat = lambda i: np.concatenate([p[i] for p in parts])  # noqa: E731
-
-    def where(t, node):
-        if node is None:
-            return f"{label}, tree {t}"
-        if node < n_ints[t]:
-            return f"{label}, tree {t}, node {node}"
-        return f"{label}, tree {t}, leaf {node - n_ints[t]}"
-
-    depths = check_trees(cat(2), cat(3), offsets, feature=cat(0), n_features=n_features,
-                         threshold=cat(1), where=where)
-    parts = [p[:7] + (int(d),) + p[8:] for p, d in zip(parts, depths)]
-    parts = _internal_values(parts, n_ints)
-
-    feats = np.concatenate(split_features).astype(np.int64)
-    importances = {
-        "gain": np.bincount(feats, weights=np.concatenate(split_gains), minlength=n_features).astype(float),
-        "cover": np.bincount(feats, weights=np.concatenate(split_covers), minlength=n_features).astype(float),
-        "split count": np.bincount(feats, minlength=n_features).astype(float),
-    }
+    n_raw = _check_tree_count(header, blocks, n_class, per_iter, transform, obj_name, label)
+    parts, n_ints, splits = _read_parts(blocks, n_raw, label)
+    parts = _checked_parts(parts, n_ints, n_features, label)
+    importances = _importances(splits, n_features)
 
     boosting = params.get("boosting", "gbdt") or "gbdt"
     scale = factor
@@ -674,6 +604,103 @@ def read_lightgbm(data: bytes, *, name: str = "") -> NativeTreeModel:
         feature_names=None if default_names else names, importances=importances,
         notes=tuple(notes), source_format="lightgbm text",
     )
+
+
+# ------------------------------------------------------------------ steps
+def _check_header(header: dict, params: dict, label: str):
+    """Return (n_class, per_iter, n_features, names) from the header, checked; linear_tree refused."""
+    for key in ("num_class", "max_feature_idx", "feature_names", "feature_infos"):
+        if key not in header:
+            raise _damaged(f"{label} has no {key} line in its header.")
+    n_class = _int(header["num_class"], "num_class", label)
+    per_iter = _int(header.get("num_tree_per_iteration", n_class), "num_tree_per_iteration", label)
+    n_features = _int(header["max_feature_idx"], "max_feature_idx", label) + 1
+    if n_features < 1:
+        raise _damaged(f"{label} states max_feature_idx={n_features - 1}.")
+    if n_features > limits.limit("features"):
+        raise InvalidModelError(f"{label} reads {n_features:,} features, {limits.over('features')}.")
+    names = header["feature_names"].split()
+    if len(names) != n_features:
+        raise _damaged(f"{label} names {len(names)} features but states max_feature_idx={n_features - 1}.")
+    if params.get("linear_tree", "0").strip() not in ("", "0", "false", "False"):
+        raise InvalidModelError(
+            "This LightGBM model uses linear_tree=True: its leaves hold linear models, not "
+            "constants, which Glassbox does not represent. Retrain with linear_tree=False."
+        )
+    return n_class, per_iter, n_features, names
+
+
+def _check_tree_count(header: dict, blocks, n_class: int, per_iter: int, transform: str, obj_name: str,
+                      label: str) -> int:
+    """The number of raw outputs, once the trees' count is checked against the header's."""
+    if n_class > 1 and transform != "softmax":  # pragma: no cover - _objective refuses these
+        raise _damaged(f"{label} states num_class={n_class} for objective {obj_name!r}.")
+    if not blocks:
+        raise _damaged(f"{label} holds no trees.")
+    if "tree_sizes" in header and len(header["tree_sizes"].split()) != len(blocks):
+        raise _damaged(
+            f"{label} lists {len(header['tree_sizes'].split())} tree sizes but holds {len(blocks)} trees: "
+            "the file is truncated or spliced."
+        )
+    if len(blocks) % per_iter:
+        raise _damaged(f"{label} holds {len(blocks)} trees, not a multiple of num_tree_per_iteration={per_iter}.")
+    return per_iter if transform == "softmax" else 1
+
+
+def _read_parts(blocks, n_raw: int, label: str):
+    """Return (parts, n_ints, splits): the trees read within the limits, and their splits' features, gains, covers."""
+    stated = 0
+    for t, (_, block) in enumerate(blocks):  # what the file says the trees hold, before any array
+        if "num_leaves" in block:
+            stated += 2 * max(1, _int(block.get("num_leaves"), f"tree {t}'s num_leaves", label)) - 1
+    check_structure(stated, n_raw, label)
+    parts, n_ints = [], []
+    split_features, split_gains, split_covers = [], [], []
+    total_nodes, rule_words = 0, 0
+    for t, (_, block) in enumerate(blocks):
+        part, feats, gains, n_int = _tree_part(block, t, n_raw, t % n_raw, label)
+        rule_words += sum(len(r) for r in part[8].values()) if part[8] else 0
+        check_structure(stated, n_raw, label, rule_words=rule_words)
+        total_nodes += len(part[0])
+        if total_nodes > limits.limit("nodes"):
+            raise InvalidModelError(f"{label} has more than {total_nodes:,} tree nodes, {limits.over('nodes')}.")
+        parts.append(part)
+        n_ints.append(n_int)
+        split_features.append(feats)
+        split_gains.append(gains)
+        split_covers.append(part[6][:n_int])
+    return parts, n_ints, (split_features, split_gains, split_covers)
+
+
+def _checked_parts(parts, n_ints, n_features: int, label: str):
+    """The parts once checked as trees, with their depths and the splits' internal values."""
+    from .validate import check_trees
+
+    offsets = np.concatenate([[0], np.cumsum([len(p[0]) for p in parts])])
+    cat = lambda i: np.concatenate([p[i] for p in parts])  # noqa: E731
+
+    def where(t, node):
+        if node is None:
+            return f"{label}, tree {t}"
+        if node < n_ints[t]:
+            return f"{label}, tree {t}, node {node}"
+        return f"{label}, tree {t}, leaf {node - n_ints[t]}"
+
+    depths = check_trees(cat(2), cat(3), offsets, feature=cat(0), n_features=n_features,
+                         threshold=cat(1), where=where)
+    parts = [p[:7] + (int(d),) + p[8:] for p, d in zip(parts, depths)]
+    return _internal_values(parts, n_ints)
+
+
+def _importances(splits, n_features: int) -> dict:
+    """LightGBM's importances (gain, cover, split count) per input column."""
+    split_features, split_gains, split_covers = splits
+    feats = np.concatenate(split_features).astype(np.int64)
+    return {
+        "gain": np.bincount(feats, weights=np.concatenate(split_gains), minlength=n_features).astype(float),
+        "cover": np.bincount(feats, weights=np.concatenate(split_covers), minlength=n_features).astype(float),
+        "split count": np.bincount(feats, minlength=n_features).astype(float),
+    }
 
 
 def _tree_cat_features(parts) -> list[int]:
