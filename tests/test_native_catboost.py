@@ -479,3 +479,44 @@ def test_two_faced_split_is_refused(tmp_path, change):
         split["float_feature_index"] = (split["float_feature_index"] + 1) % 3
     with pytest.raises(InvalidModelError, match="CatBoost follows split_index"):
         read_catboost(json.dumps(doc).encode())
+
+
+@pytest.mark.parametrize("change", ["split_index", "value", "feature"])
+def test_two_faced_one_hot_split_is_refused(tmp_path, change):
+    """A one-hot split states its category twice too (cat_feature_index/value, and split_index
+    counting on past the float borders through each categorical feature's values); CatBoost
+    follows split_index, so a file where they disagree is refused naming both."""
+    from catboost import CatBoost
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"x": rng.normal(size=400), "c": rng.choice(["a", "b", "c"], 400),
+                      "d": rng.choice(["p", "q"], 400)})
+    y = X.x + 2.0 * (X.c == "b") - (X.d == "q")
+    model = CatBoostRegressor(iterations=6, depth=3, one_hot_max_size=10, verbose=0, random_seed=0,
+                              allow_writing_files=False).fit(X, y, cat_features=["c", "d"])
+    path = tmp_path / "m.json"
+    model.save_model(str(path), format="json", pool=Pool(X, y, cat_features=["c", "d"]))
+    doc = json.loads(path.read_text())
+    np.testing.assert_allclose(read_catboost(json.dumps(doc).encode()).predict(X), model.predict(X), atol=1e-9)
+    cats = doc["features_info"]["categorical_features"]
+    assert [len(f["values"]) for f in cats] == [1, 1]  # one value each: c=b, d=q
+    t, i = next((t, i) for t, tree in enumerate(doc["oblivious_trees"]) for i, s in enumerate(tree["splits"])
+                if s["split_type"] == "OneHotFeature" and s["cat_feature_index"] == 0)
+    split = doc["oblivious_trees"][t]["splits"][i]
+    other = cats[1]
+    if change == "split_index":
+        split["split_index"] += 1  # names d's value
+    elif change == "value":
+        split["value"] = other["values"][0]
+    else:
+        split["cat_feature_index"] = other["feature_index"]
+    mutated = tmp_path / "mutated.json"
+    mutated.write_text(json.dumps(doc))
+    library = CatBoost()
+    library.load_model(str(mutated), format="json")
+    if change == "split_index":  # CatBoost runs the split_index's test: another model
+        assert np.abs(library.predict(X) - model.predict(X)).max() > 0.1
+    else:  # it ignores the changed field: the file reads as two models
+        np.testing.assert_allclose(library.predict(X), model.predict(X), atol=1e-9)
+    with pytest.raises(InvalidModelError, match="says cat_feature_index=.*split_index .* names.*CatBoost follows"):
+        read_catboost(json.dumps(doc).encode())

@@ -244,6 +244,10 @@ def _features(doc: dict):
                 if own in cat_col:
                     raise _bad(f"{where}: two categorical features have feature_index {own}.")
                 cat_col[own] = flat
+                # one-hot splits' split_index counts on through each categorical feature's values
+                values = _get(f, "values", list, where, [])
+                split_table.extend(("one-hot", own, _get({"value": v}, "value", int, f"{where}.values[{j}]")
+                                    & 0xFFFFFFFF) for j, v in enumerate(values))
     n_features = max(columns) + 1 if columns else 0
     if n_features == 0:
         raise _bad("features_info lists no features.")
@@ -267,18 +271,27 @@ def _borders(feature: dict, where: str) -> list:
     return [_number(b, f"{where}.borders[{i}]") for i, b in enumerate(borders)]
 
 
-def _check_split_index(s: dict, f: int, border: float, split_table: list, where: str) -> None:
-    """A float split states its feature and border twice: as ``float_feature_index`` / ``border``
-    and as ``split_index`` into the features' borders, which CatBoost follows. The two must
-    agree, or the file would be explained as a model CatBoost does not run."""
-    if "split_index" not in s or not split_table:
+def _check_split_index(s: dict, entry: tuple, split_table: list, where: str) -> None:
+    """A split states what it tests twice: as ``float_feature_index`` / ``border`` (a one-hot
+    split: ``cat_feature_index`` / ``value``) and as ``split_index`` into the features' borders
+    and one-hot values, which CatBoost follows. The two must agree, or the file would be
+    explained as a model CatBoost does not run."""
+    one_hot = entry[0] == "one-hot"
+    if "split_index" not in s or not any((e[0] == "one-hot") == one_hot for e in split_table):
         return
     idx = _get(s, "split_index", int, where)
-    if not 0 <= idx < len(split_table) or split_table[idx] != (f, border):
-        said = split_table[idx] if 0 <= idx < len(split_table) else None
-        raise _bad(f"{where} says float_feature_index={f}, border={border!r} but its split_index {idx} names "
-                   + (f"float feature {said[0]}, border {said[1]!r}" if said else "no border of the file")
+    said = split_table[idx] if 0 <= idx < len(split_table) else None
+    if said != entry:
+        raise _bad(f"{where} says {_test(entry)} but its split_index {idx} names "
+                   + (_test(said) if said else "no border or one-hot value of the file")
                    + "; CatBoost follows split_index, so the file is not one model.")
+
+
+def _test(entry: tuple) -> str:
+    """What a split table entry tests, in the file's words."""
+    if entry[0] == "one-hot":
+        return f"cat_feature_index={entry[1]}, value={entry[2]}"
+    return f"float_feature_index={entry[0]}, border={entry[1]!r}"
 
 
 def _splits(tree: dict, t: int, float_col, nan_right, cat_col, cat_values, split_table=()):
@@ -293,13 +306,14 @@ def _splits(tree: dict, t: int, float_col, nan_right, cat_col, cat_values, split
             if f not in float_col:
                 raise _bad(f"{where} splits on float feature {str(f)[:20]}, which features_info does not list.")
             border = _number(_get(s, "border", (int, float), where), f"{where}.border")
-            _check_split_index(s, f, border, split_table, where)
+            _check_split_index(s, (f, border), split_table, where)
             levels.append((float_col[f], border, not nan_right[f], None))
         elif kind == "OneHotFeature":
             f = _get(s, "cat_feature_index", int, where)
             if f not in cat_col:
                 raise _bad(f"{where} splits on categorical feature {str(f)[:20]}, which features_info does not list.")
             h = _get(s, "value", int, where) & 0xFFFFFFFF
+            _check_split_index(s, ("one-hot", f, h), split_table, where)
             levels.append((cat_col[f], 0.0, True, h))
             cat_values.setdefault(cat_col[f], {}).setdefault(h, None)
         elif kind in ("OnlineCtr", "Ctr"):
