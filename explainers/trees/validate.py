@@ -91,25 +91,51 @@ def check_trees(left, right, offsets, *, where, feature=None, n_features=None,
     InvalidModelError
         Naming the tree and node that is wrong.
     """
+    left, right, offsets, n_total = _child_arrays(left, right, offsets, where)
+    tree_of, start, n_of = _tree_of_nodes(offsets, where)
+    at = _node_namer(where, tree_of, start)
+    internal, g_left, g_right = _check_children(left, right, start, n_of, at)
+    roots = offsets[:-1]
+    _check_parents(internal, g_left, g_right, roots, n_total, at)
+    _check_splits(internal, feature, n_features, threshold, at)
+    depth = _depths(internal, g_left, g_right, roots, n_total, max_depth, at)
+    return np.maximum.reduceat(depth, roots)
+
+
+# ----------------------------------------------------------- the core's steps
+def _child_arrays(left, right, offsets, where):
+    """Return (left, right, offsets, n_total) as int64 arrays, the child arrays one entry a node."""
     left = np.asarray(left, dtype=np.int64)
     right = np.asarray(right, dtype=np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
     n_total = int(offsets[-1])
     if len(left) != n_total or len(right) != n_total:
         raise _refuse(f"{where(0, None)}: the child arrays do not match the number of nodes.")
+    return left, right, offsets, n_total
+
+
+def _tree_of_nodes(offsets, where):
+    """Return (tree_of, start, n_of): each node's tree, its tree's first node and its tree's size."""
     sizes = np.diff(offsets)
     if (sizes < 1).any():
         t = int(np.flatnonzero(sizes < 1)[0])
         raise _refuse(f"{where(t, None)} has no nodes.")
     n_trees = len(sizes)
     tree_of = np.repeat(np.arange(n_trees), sizes)
-    start = offsets[:-1][tree_of]
-    n_of = sizes[tree_of]
+    return tree_of, offsets[:-1][tree_of], sizes[tree_of]
 
+
+def _node_namer(where, tree_of, start):
+    """A function naming a node, by its index in the concatenated arrays, in messages."""
     def at(i):
         i = int(i)
         return where(int(tree_of[i]), i - int(start[i]))
 
+    return at
+
+
+def _check_children(left, right, start, n_of, at):
+    """Return (internal, g_left, g_right): the splits and their children's global indices (-1 at leaves)."""
     leaf = left == -1
     mixed = leaf != (right == -1)
     if mixed.any():
@@ -129,8 +155,12 @@ def check_trees(left, right, offsets, *, where, feature=None, n_features=None,
             )
     g_left = np.where(internal, left + start, -1)
     g_right = np.where(internal, right + start, -1)
+    return internal, g_left, g_right
+
+
+def _check_parents(internal, g_left, g_right, roots, n_total: int, at) -> None:
+    """Refuse a root that is some node's child, and a node with no parent or more than one."""
     indegree = np.bincount(np.concatenate([g_left[internal], g_right[internal]]), minlength=n_total)
-    roots = offsets[:-1]
     if indegree[roots].any():
         t = int(np.flatnonzero(indegree[roots])[0])
         parent = int(np.flatnonzero(internal & ((g_left == roots[t]) | (g_right == roots[t])))[0])
@@ -143,6 +173,10 @@ def check_trees(left, right, offsets, *, where, feature=None, n_features=None,
         raise _refuse(
             f"{at(i)} is the child of {int(indegree[i])} nodes: a tree node has exactly one parent."
         )
+
+
+def _check_splits(internal, feature, n_features, threshold, at) -> None:
+    """Refuse a split on a feature outside ``[0, n_features)`` or on a threshold no value passes."""
     if feature is not None:
         feature = np.asarray(feature)
         bad = internal & ((feature < 0) | (feature >= n_features))
@@ -159,6 +193,9 @@ def check_trees(left, right, offsets, *, where, feature=None, n_features=None,
             i = int(np.flatnonzero(bad)[0])
             raise _refuse(f"{at(i)} has the split threshold {float(threshold[i])}, which no value passes.")
 
+
+def _depths(internal, g_left, g_right, roots, n_total: int, max_depth, at) -> np.ndarray:
+    """Each node's depth, within the depth limit; a node never reached is refused."""
     # breadth first from every root at once: with one parent per node each node
     # is reached at most once, so this ends; a node never reached is in a cycle
     limit = limits.limit("tree_depth") if max_depth is None else int(max_depth)
@@ -181,7 +218,7 @@ def check_trees(left, right, offsets, *, where, feature=None, n_features=None,
     if (depth < 0).any():
         i = int(np.flatnonzero(depth < 0)[0])
         raise _refuse(f"{at(i)} cannot be reached from the root: the tree has a cycle.")
-    return np.maximum.reduceat(depth, roots)
+    return depth
 
 
 # ------------------------------------------------------ scikit-learn Trees
