@@ -10,9 +10,9 @@ import pytest
 import skops.io as sio
 from sklearn.ensemble import RandomForestRegressor
 
-from explainers.errors import InvalidModelError, UnsafeModelError
-from explainers.io import load_model
-from explainers.io.isolated import load_model_isolated
+from explainers.errors import InvalidDataError, InvalidModelError, UnsafeModelError
+from explainers.io import load_data, load_model
+from explainers.io.isolated import load_data_isolated, load_model_isolated
 
 
 class _Code:
@@ -94,6 +94,29 @@ def test_a_reader_that_crashes_is_a_refusal_and_this_process_lives(tmpdir_privat
     assert list(tmpdir_private.iterdir()) == []
 
 
+def test_data_read_in_the_child_is_the_data_read_here(files, tmpdir_private):
+    X, blobs = files
+    model = load_model(blobs["m.skops"], filename="m.skops")
+    frame = X.assign(y=np.arange(len(X), dtype=float), a=X.a.where(X.index % 7 > 0))  # empty cells too
+    import io
+
+    parquet = io.BytesIO()
+    frame.to_parquet(parquet)
+    for name, data in (("d.csv", frame.to_csv(index=False).encode()), ("d.parquet", parquet.getvalue())):
+        here = load_data(data, model=model, target="y", filename=name)
+        there = load_data_isolated(data, model=model, target="y", filename=name)
+        pd.testing.assert_frame_equal(there.X, here.X)
+        pd.testing.assert_series_equal(there.y, here.y)
+        assert there.fingerprint == here.fingerprint and list(there.notices) == list(here.notices)
+    bad = b"a,b\n1,2\n"
+    with pytest.raises(InvalidDataError) as here:
+        load_data(bad, model=model, filename="d.csv")
+    with pytest.raises(InvalidDataError) as there:
+        load_data_isolated(bad, model=model, filename="d.csv")
+    assert str(there.value) == str(here.value)
+    assert list(tmpdir_private.iterdir()) == []
+
+
 def test_the_dashboard_reads_uploads_in_the_child(monkeypatch, files):
     """An upload through the dashboard's loader: a trusted pickle that spins is stopped by the
     budget (read in the server, it would hold it), and a valid upload loads."""
@@ -107,8 +130,9 @@ def test_the_dashboard_reads_uploads_in_the_child(monkeypatch, files):
     with pytest.raises(InvalidModelError, match="GLASSBOX_MAX_PARSE_SECONDS"):
         context.load_upload(spin, "spin.pkl", csv, "d.csv", "y")
     calls = []
-    real = context.load_model_isolated
-    monkeypatch.setattr(context, "load_model_isolated", lambda *a, **k: calls.append(a) or real(*a, **k))
+    for name in ("load_model_isolated", "load_data_isolated"):
+        real = getattr(context, name)
+        monkeypatch.setattr(context, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
     ctx = context.load_upload(blobs["m.txt"], "m.txt", csv, "d.csv", "y")
-    assert len(calls) == 1
+    assert calls == ["load_model_isolated", "load_data_isolated"]
     np.testing.assert_array_equal(ctx.model.predict(X), load_model(blobs["m.txt"], filename="m.txt").predict(X))

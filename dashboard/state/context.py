@@ -21,7 +21,7 @@ import explainers
 from demo_models import build as demo_build
 from explainers import ExplainerError, ModelAdapter
 from explainers.description import ModelDescription, describe
-from explainers.io.isolated import load_model_isolated
+from explainers.io.isolated import load_data_isolated, load_model_isolated
 
 from dashboard import served as served_list
 
@@ -82,7 +82,10 @@ def load_model_cached(model_key: str, _data: bytes, filename: str, trusted: bool
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def load_data_cached(data_key: str, _data: bytes, filename: str, target: str | None,
-                     model_key: str, _model) -> explainers.Dataset:
+                     model_key: str, _model, isolated: bool = True) -> explainers.Dataset:
+    """The data of a file checked against the model; an upload's (``isolated``) in a child process."""
+    if isolated:
+        return load_data_isolated(_data, model=_model, target=target, filename=filename)
     return explainers.load_data(_data, model=_model, target=target, filename=filename)
 
 
@@ -103,7 +106,7 @@ def demo_context(name: str) -> ModelContext:
     def build() -> ModelContext:
         # the same safe loader as uploads (never trusted): skops, or an XGBoost / LightGBM file
         model = load_model_cached(model_key, model_bytes, model_name, False, isolated=False)  # our own file
-        ds = load_data_cached(data_key, data_bytes, f"{name}.parquet", card["target"], model_key, model)
+        ds = load_data_cached(data_key, data_bytes, f"{name}.parquet", card["target"], model_key, model, False)
         return ModelContext(
             name=name, title=card["title"], model=model, adapter=ModelAdapter(model),
             X=ds.X, y=ds.y, model_key=model_key, data_key=ds.fingerprint, card=card,
@@ -145,17 +148,18 @@ def _target_notices(adapter: ModelAdapter, target: str | None) -> list[str]:
     return []
 
 
-def _load_file_data(data_key: str, data, data_name: str, target: str | None, model_key: str, model):
+def _load_file_data(data_key: str, data, data_name: str, target: str | None, model_key: str, model,
+                    isolated: bool = True):
     """(model, Dataset, notices): the data loaded against the model; a library file's classifier
     that names no classes first gets them from the target column (:func:`classes_from_target`)."""
     notices = []
     if target and _unnamed_classes(model):  # only then is the target read first
-        plain = load_data_cached(data_key, data, data_name, target, "", None)  # the target, unchecked
+        plain = load_data_cached(data_key, data, data_name, target, "", None, isolated)  # the target, unchecked
         named, notice = classes_from_target(model, plain.y, target)
         if named is not model:
             model, model_key = named, f"{model_key}|classes from {target}"
         notices += [notice] if notice else []
-    return model, load_data_cached(data_key, data, data_name, target, model_key, model), notices
+    return model, load_data_cached(data_key, data, data_name, target, model_key, model, isolated), notices
 
 
 def _unnamed_classes(model) -> bool:
@@ -429,7 +433,8 @@ def _served_context(entry, model_key: str, data_key: str) -> ModelContext:
         # the path goes to the loader as the (unhashed) content: the file is read in place
         # (the operator's or the notebook's own file: read here, not in a child)
         model = load_model_cached(model_key, entry.model, model_name, pickles_trusted(), isolated=False)
-    model, ds, notices = _load_file_data(data_key, entry.data, data_name, entry.target, model_key, model)
+    model, ds, notices = _load_file_data(data_key, entry.data, data_name, entry.target, model_key, model,
+                                         isolated=False)
     ctx = _file_context(entry.key, entry.name, entry.description or f"Your model {model_name} with data {data_name}.",
                         model, ds, entry.target, model_key, notices)
     ctx.card["target_transform"] = getattr(entry, "target_transform", None)  # the Model page's default
