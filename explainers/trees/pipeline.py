@@ -558,6 +558,22 @@ def _unknown_value(cats):
 
 def _fold_numeric(plan: _Plan, nodes: np.ndarray, out: dict):
     """Exact thresholds on original numeric columns by bisection over float64 keys."""
+    u_nodes, u_d, u_j, inverse = _distinct_splits(plan, nodes)
+    lo, hi = _domains(plan, u_d)
+    empty = lo > hi
+    nan_route, miss_route = _nan_routes(plan, u_nodes, u_d, u_j)
+    at_lo, change, edge = _edges(plan, u_nodes, u_d, u_j, lo, hi, empty)
+    for i in range(len(u_nodes)):
+        inside, outside = _left_intervals(lo[i], hi[i], empty[i], change[i], at_lo[i], edge[i], nan_route[i])
+        rw = _as_threshold(inside + outside, bool(miss_route[i]))
+        if rw is None:
+            rw = _stretched(plan, inside, lo[i], hi[i], bool(miss_route[i]), int(u_j[i]))
+        for r in np.flatnonzero(inverse == i):
+            out[int(nodes[r])] = rw
+
+
+def _distinct_splits(plan: _Plan, nodes: np.ndarray):
+    """Return (u_nodes, u_d, u_j, inverse): each distinct split's node, derived and original column; each node's."""
     fens = plan.final_ens
     derived = np.array([int(fens.feature[i]) for i in nodes], np.int64)
     origin = np.array([plan.derived[d].origin for d in derived], np.int64)
@@ -566,17 +582,11 @@ def _fold_numeric(plan: _Plan, nodes: np.ndarray, out: dict):
                            fens.missing_go_left[nodes].astype(np.int64)])
     _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
-    u_nodes, u_d, u_j = nodes[first], derived[first], origin[first]
-    m = len(u_nodes)
+    return nodes[first], derived[first], origin[first], inverse
 
-    def derived_at(idx, keys):
-        xs = _from_key(keys)
-        rows = _probe(plan, js=u_j[idx], values=xs)
-        return rows[np.arange(len(idx)), u_d[idx]]
 
-    def left_at(idx, keys):
-        return _final_left(plan, u_nodes[idx], derived_at(idx, keys))
-
+def _domains(plan: _Plan, u_d: np.ndarray):
+    """Return (lo, hi): per split, the keys where its derived value is a number (lo > hi: none)."""
     # where the derived value is NaN for finite x (a ufunc outside its domain), per
     # derived column: a prefix or a suffix of the line
     cols = np.unique(u_d)
@@ -603,8 +613,12 @@ def _fold_numeric(plan: _Plan, nodes: np.ndarray, out: dict):
         dom_hi[one_end[~below]] = edge[~below]     # a number up to edge
     pos = {int(d): c for c, d in enumerate(cols)}
     c_of = np.array([pos[int(d)] for d in u_d])
-    lo, hi = dom_lo[c_of], dom_hi[c_of]
-    empty = lo > hi
+    return dom_lo[c_of], dom_hi[c_of]
+
+
+def _nan_routes(plan: _Plan, u_nodes: np.ndarray, u_d: np.ndarray, u_j: np.ndarray):
+    """Return (nan_route, miss_route): per split, whether a NaN derived value and a missing input go left."""
+    m = len(u_nodes)
     # route of NaN derived values (the region outside the domain)
     nan_route = _final_left(plan, u_nodes, np.full(m, np.nan))
     # route of a missing input
@@ -614,6 +628,20 @@ def _fold_numeric(plan: _Plan, nodes: np.ndarray, out: dict):
     if passes.any():
         miss_vals = np.array([miss_rows[int(j)][d] for j, d in zip(u_j[passes], u_d[passes])])
         miss_route[passes] = _final_left(plan, u_nodes[passes], miss_vals)
+    return nan_route, miss_route
+
+
+def _edges(plan: _Plan, u_nodes: np.ndarray, u_d: np.ndarray, u_j: np.ndarray, lo, hi, empty):
+    """Return (at_lo, change, edge): per split, the route at lo, whether hi's differs, the last key routed as lo."""
+    def derived_at(idx, keys):
+        xs = _from_key(keys)
+        rows = _probe(plan, js=u_j[idx], values=xs)
+        return rows[np.arange(len(idx)), u_d[idx]]
+
+    def left_at(idx, keys):
+        return _final_left(plan, u_nodes[idx], derived_at(idx, keys))
+
+    m = len(u_nodes)
     ok = ~empty
     at_lo = np.zeros(m, bool)
     at_hi = np.zeros(m, bool)
@@ -624,44 +652,49 @@ def _fold_numeric(plan: _Plan, nodes: np.ndarray, out: dict):
     if change.any():
         ci = np.flatnonzero(change)
         edge[ci] = _bisect(lambda a, k: left_at(ci[a], k), lo[ci], hi[ci], at_lo[ci])
-    for i in range(m):
-        # the left set over finite keys, as intervals: the domain's part, then the
-        # part where the derived value is NaN (outside a ufunc's domain)
-        inside = []
-        if not empty[i]:
-            if not change[i]:
-                if at_lo[i]:
-                    inside.append((lo[i], hi[i]))
-            elif at_lo[i]:
-                inside.append((lo[i], edge[i]))
-            else:
-                inside.append((edge[i] + 1, hi[i]))
-        outside = []
-        if nan_route[i]:
-            if empty[i]:
-                outside.append((_KMIN, _KMAX))
-            else:
-                if lo[i] > _KMIN:
-                    outside.append((_KMIN, lo[i] - 1))
-                if hi[i] < _KMAX:
-                    outside.append((hi[i] + 1, _KMAX))
-        rw = _as_threshold(inside + outside, bool(miss_route[i]))
-        if rw is None:
-            # values outside the ufunc's domain (NaN there, with a RuntimeWarning) go the
-            # other way from both ends of the domain: exact on the domain, and below
-            # (above) it the values route as the domain's end does
-            stretched = [(_KMIN if a == lo[i] else a, _KMAX if b == hi[i] else b) for a, b in inside]
-            rw = _as_threshold(stretched, bool(miss_route[i]))
-            name = plan.names[int(u_j[i])] if plan.names else f"column {int(u_j[i])}"
-            bound = float(_from_key(np.array([lo[i] if lo[i] > _KMIN else hi[i]]))[0])
-            side = "below" if lo[i] > _KMIN else "above"
-            note = (f"{name!r}: the preprocessing gives NaN for values {side} {bound!r} (outside a numpy "
-                    f"function's domain); there the folded trees route such values as {bound!r}, "
-                    "where the pipeline itself sends NaN to the trees")
-            if note not in plan.notes:
-                plan.notes.append(note)
-        for r in np.flatnonzero(inverse == i):
-            out[int(nodes[r])] = rw
+    return at_lo, change, edge
+
+
+def _left_intervals(lo, hi, empty, change, at_lo, edge, nan_route):
+    """Return (inside, outside): one split's left set over finite keys, as intervals."""
+    # the domain's part, then the part where the derived value is NaN (outside a ufunc's domain)
+    inside = []
+    if not empty:
+        if not change:
+            if at_lo:
+                inside.append((lo, hi))
+        elif at_lo:
+            inside.append((lo, edge))
+        else:
+            inside.append((edge + 1, hi))
+    outside = []
+    if nan_route:
+        if empty:
+            outside.append((_KMIN, _KMAX))
+        else:
+            if lo > _KMIN:
+                outside.append((_KMIN, lo - 1))
+            if hi < _KMAX:
+                outside.append((hi + 1, _KMAX))
+    return inside, outside
+
+
+def _stretched(plan: _Plan, inside: list, lo, hi, miss_left: bool, j: int) -> "_Rewrite | None":
+    """The rewrite of a split whose left set is no threshold: the domain's ends stretched, said in a note."""
+    # values outside the ufunc's domain (NaN there, with a RuntimeWarning) go the
+    # other way from both ends of the domain: exact on the domain, and below
+    # (above) it the values route as the domain's end does
+    stretched = [(_KMIN if a == lo else a, _KMAX if b == hi else b) for a, b in inside]
+    rw = _as_threshold(stretched, miss_left)
+    name = plan.names[j] if plan.names else f"column {j}"
+    bound = float(_from_key(np.array([lo if lo > _KMIN else hi]))[0])
+    side = "below" if lo > _KMIN else "above"
+    note = (f"{name!r}: the preprocessing gives NaN for values {side} {bound!r} (outside a numpy "
+            f"function's domain); there the folded trees route such values as {bound!r}, "
+            "where the pipeline itself sends NaN to the trees")
+    if note not in plan.notes:
+        plan.notes.append(note)
+    return rw
 
 
 def _as_threshold(parts, miss_left: bool) -> "_Rewrite | None":
