@@ -484,72 +484,17 @@ def load_data(
     data, name = _read_input(path_or_bytes, filename, "data")
     frame = _read_table(data, name)
     notices: list[str] = []
-    if frame.shape[1] == 0:
-        raise InvalidDataError("The data file has no columns. Upload a table with a header row.")
-    if len(frame) == 0:
-        raise InvalidDataError("The data file has a header but no data rows. Upload a file with at least one row.")
-    names = list(feature_names) if feature_names is not None else None
-    if names is None and model is not None:
-        names = expected_features(model)
+    _check_not_empty(frame)
+    names = _model_names(model, feature_names)
     y = None
     if target is not None:
         target = str(target)
-        if target not in frame.columns:
-            raise InvalidDataError(
-                f"The target column {target!r} is not in the file. Its columns are: "
-                f"{', '.join(map(str, frame.columns[:20]))}{' …' if frame.shape[1] > 20 else ''}."
-            )
-        if names is not None and target in names:
-            others = [str(c) for c in frame.columns if str(c) not in names]
-            hint = (f" (the file's columns that are not features: {', '.join(map(repr, others[:10]))}"
-                    f"{' …' if len(others) > 10 else ''})" if others else
-                    " (every column of this file is a feature: the file may not hold the target at all, "
-                    "so choose no target column)")
-            raise InvalidDataError(
-                f"{target!r} is one of the model's input features, so it cannot be the target; choose "
-                f"the column the model predicts{hint}."
-            )
-        y = frame.pop(target)
-        empty = _empty_cells(y)
-        n_empty = int(empty.sum())
-        if n_empty:  # blank text too: every later step sees one kind of empty cell
-            y = y.where(~empty)
-        if n_empty == len(y):
-            raise InvalidDataError(
-                f"The target column {target!r} is empty in every row, so there is nothing to score the "
-                "model against. Choose the column the model predicts, or no target column."
-            )
-        if n_empty:
-            notices.append(
-                f"The target {target!r} is empty in {n_empty:,} of {len(y):,} rows; those rows are left "
-                "out of scores and holdout permutation importance."
-            )
+        y = _pop_target(frame, target, names, notices)
     n_in = getattr(model, "n_features_in_", None) if model is not None else None
     if names is None and n_in is not None:
-        if frame.shape[1] != int(n_in):
-            raise InvalidDataError(
-                f"The model was fitted on {int(n_in)} unnamed columns but the file has "
-                f"{frame.shape[1]} (after removing the target). Upload data with exactly "
-                f"the model's {int(n_in)} feature columns, in training order."
-            )
-        notices.append(
-            "The model did not record its column names; the file's columns are used in file order."
-        )
-        names = [str(c) for c in frame.columns]
+        names = _file_order_names(frame, int(n_in), notices)
     if names is not None:
-        from ..model import loose_renames
-
-        renames = loose_renames(frame.columns, names)
-        if renames:
-            frame = frame.rename(columns=renames)
-            notices.append("Columns matched to the model's names with spaces read as underscores (as LightGBM "
-                           "writes them): " + ", ".join(f"{a!r} as {b!r}" for a, b in list(renames.items())[:10])
-                           + ("…" if len(renames) > 10 else "") + ".")
-        present = [str(c) for c in frame.columns]
-        match_columns(present, names, notices)
-        if [c for c in present if c in names] != list(names):
-            notices.append("Columns were put in the model's order.")
-        frame = frame[list(names)]
+        frame = _in_model_order(frame, names, notices)
     if model is not None:
         frame = _coerce_numeric(frame, categorical_features(model), notices)
         _code_notices(frame, model, notices)
@@ -557,6 +502,88 @@ def load_data(
         _check_target(y, model)
     key = fingerprint(data + b"\x00target=" + str(target).encode())
     return Dataset(X=frame.reset_index(drop=True), y=None if y is None else y.reset_index(drop=True), notices=notices, fingerprint=key)
+
+
+def _check_not_empty(frame: pd.DataFrame) -> None:
+    """Refuse a table with no columns or no data rows."""
+    if frame.shape[1] == 0:
+        raise InvalidDataError("The data file has no columns. Upload a table with a header row.")
+    if len(frame) == 0:
+        raise InvalidDataError("The data file has a header but no data rows. Upload a file with at least one row.")
+
+
+def _model_names(model, feature_names) -> list[str] | None:
+    """The model's input columns: those given, else those the model records (None if neither)."""
+    names = list(feature_names) if feature_names is not None else None
+    if names is None and model is not None:
+        names = expected_features(model)
+    return names
+
+
+def _pop_target(frame: pd.DataFrame, target: str, names, notices: list[str]) -> pd.Series:
+    """Take the target column out of ``frame`` (in place), its blank cells made empty."""
+    if target not in frame.columns:
+        raise InvalidDataError(
+            f"The target column {target!r} is not in the file. Its columns are: "
+            f"{', '.join(map(str, frame.columns[:20]))}{' …' if frame.shape[1] > 20 else ''}."
+        )
+    if names is not None and target in names:
+        others = [str(c) for c in frame.columns if str(c) not in names]
+        hint = (f" (the file's columns that are not features: {', '.join(map(repr, others[:10]))}"
+                f"{' …' if len(others) > 10 else ''})" if others else
+                " (every column of this file is a feature: the file may not hold the target at all, "
+                "so choose no target column)")
+        raise InvalidDataError(
+            f"{target!r} is one of the model's input features, so it cannot be the target; choose "
+            f"the column the model predicts{hint}."
+        )
+    y = frame.pop(target)
+    empty = _empty_cells(y)
+    n_empty = int(empty.sum())
+    if n_empty:  # blank text too: every later step sees one kind of empty cell
+        y = y.where(~empty)
+    if n_empty == len(y):
+        raise InvalidDataError(
+            f"The target column {target!r} is empty in every row, so there is nothing to score the "
+            "model against. Choose the column the model predicts, or no target column."
+        )
+    if n_empty:
+        notices.append(
+            f"The target {target!r} is empty in {n_empty:,} of {len(y):,} rows; those rows are left "
+            "out of scores and holdout permutation importance."
+        )
+    return y
+
+
+def _file_order_names(frame: pd.DataFrame, n_in: int, notices: list[str]) -> list[str]:
+    """The file's columns as the names of a model fitted on ``n_in`` unnamed columns."""
+    if frame.shape[1] != n_in:
+        raise InvalidDataError(
+            f"The model was fitted on {n_in} unnamed columns but the file has "
+            f"{frame.shape[1]} (after removing the target). Upload data with exactly "
+            f"the model's {n_in} feature columns, in training order."
+        )
+    notices.append(
+        "The model did not record its column names; the file's columns are used in file order."
+    )
+    return [str(c) for c in frame.columns]
+
+
+def _in_model_order(frame: pd.DataFrame, names, notices: list[str]) -> pd.DataFrame:
+    """The model's columns of ``frame`` in its order, loosely named ones renamed (each step in a notice)."""
+    from ..model import loose_renames
+
+    renames = loose_renames(frame.columns, names)
+    if renames:
+        frame = frame.rename(columns=renames)
+        notices.append("Columns matched to the model's names with spaces read as underscores (as LightGBM "
+                       "writes them): " + ", ".join(f"{a!r} as {b!r}" for a, b in list(renames.items())[:10])
+                       + ("…" if len(renames) > 10 else "") + ".")
+    present = [str(c) for c in frame.columns]
+    match_columns(present, names, notices)
+    if [c for c in present if c in names] != list(names):
+        notices.append("Columns were put in the model's order.")
+    return frame[list(names)]
 
 
 def _code_notices(frame: pd.DataFrame, model, notices: list[str]) -> None:
