@@ -236,11 +236,7 @@ MAX_FUNCTION_LINES = 100
 #: split one into named steps and take it off; never add one. Compiled kernels do not count.
 LONG_FUNCTIONS_ALLOWED = {
     "explainers/batch/explain.py::explain_file",
-    "explainers/io/data.py::load_data",
     "explainers/segments/_proposals.py::propose_segments",
-    "explainers/trees/lightgbm.py::read_lightgbm",
-    "explainers/trees/pipeline.py::_fold_numeric",
-    "explainers/trees/validate.py::check_trees",
 }
 
 
