@@ -171,18 +171,8 @@ def propose_segments(model, X, y, *, max_depth: int = 3, min_rows: int = 30, n: 
         split leaves ``min_rows`` rows on both sides.
     """
     func = "propose_segments"
-    for name, value, low, high in (("max_depth", max_depth, 1, 8), ("min_rows", min_rows, 1, None),
-                                   ("n", n, 1, None), ("max_levels", max_levels, 2, MAX_VALUES)):
-        if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low
-                or (high is not None and value > high)):
-            raise param_error(name, func, f"an int >= {low}" + (f" and <= {high}" if high else ""), value)
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
-        raise param_error("random_state", func, "an int", random_state)
-    if y is None:
-        raise InvalidDataError(
-            f"{func} needs the target y (the true values of the rows of X) to find where the model fails; "
-            "pick the target column."
-        )
+    _check_options(y, max_depth=max_depth, min_rows=min_rows, n=n, max_levels=max_levels,
+                   random_state=random_state, func=func)
     adapter = _adapter(model)
     frame = adapter.to_frame(X)
     kind = _resolve_error(adapter, error, func)
@@ -199,7 +189,30 @@ def propose_segments(model, X, y, *, max_depth: int = 3, min_rows: int = 30, n: 
     if fitted is None:
         return []
     tree, Z, names, cols, levels = fitted
-    t = tree.tree_
+    leaves = _leaf_paths(tree.tree_, Z, cols, levels, len(rows))
+    proposals = _leaf_segments(leaves, names, levels, frame, err_all, has_y, min_rows)
+    return _ranked(proposals, n, kind)
+
+
+# ------------------------------------------------------------------------------ steps
+def _check_options(y, *, max_depth, min_rows, n, max_levels, random_state, func: str) -> None:
+    """Refuse a bad option, or no target y."""
+    for name, value, low, high in (("max_depth", max_depth, 1, 8), ("min_rows", min_rows, 1, None),
+                                   ("n", n, 1, None), ("max_levels", max_levels, 2, MAX_VALUES)):
+        if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low
+                or (high is not None and value > high)):
+            raise param_error(name, func, f"an int >= {low}" + (f" and <= {high}" if high else ""), value)
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
+        raise param_error("random_state", func, "an int", random_state)
+    if y is None:
+        raise InvalidDataError(
+            f"{func} needs the target y (the true values of the rows of X) to find where the model fails; "
+            "pick the target column."
+        )
+
+
+def _leaf_paths(t, Z: np.ndarray, cols: list, levels: list, n_rows: int) -> list[tuple[int, list]]:
+    """Each leaf of the fitted tree ``t`` with the sides its rows took from the root, in walk order."""
     go_left_if_empty = np.asarray(t.missing_go_to_left, dtype=bool)
 
     # walk the tree with the data's rows, collecting each leaf's rule on the original columns;
@@ -234,8 +247,13 @@ def propose_segments(model, X, y, *, max_depth: int = 3, min_rows: int = 30, n: 
         for side, d, ch in zip((left, ~left), sides, (t.children_left[node], t.children_right[node])):
             walk(int(ch), idx[side], path + [d])
 
-    walk(0, np.arange(len(rows)), [])
+    walk(0, np.arange(n_rows), [])
+    return leaves
 
+
+def _leaf_segments(leaves: list, names: list[str], levels: list, frame: pd.DataFrame, err_all: np.ndarray,
+                   has_y: np.ndarray, min_rows: int) -> list[tuple]:
+    """``(mean error, leaf, segment, rows, rest rows, rest mean error)`` of each leaf with ``min_rows`` rows."""
     proposals = []
     for node, path in leaves:
         segment = Segment("Error segment", _merge_path(path, names, levels))
@@ -247,6 +265,11 @@ def propose_segments(model, X, y, *, max_depth: int = 3, min_rows: int = 30, n: 
         rest = has_y & ~inside
         proposals.append((float(err_all[in_y].mean()), node, segment, k, int(rest.sum()),
                           float(err_all[rest].mean()) if rest.any() else float("nan")))
+    return proposals
+
+
+def _ranked(proposals: list[tuple], n: int, kind: str) -> list[ProposedSegment]:
+    """The ``n`` proposals of highest mean error (ties by leaf), named "Error segment 1", ..."""
     proposals.sort(key=lambda p: (-p[0], p[1]))
     out = []
     for rank, (mean_err, node, segment, k, k_rest, rest_err) in enumerate(proposals[:n], start=1):
