@@ -62,28 +62,13 @@ class _ShapPlan:
 
 
 def explain_file(
-    model: str | os.PathLike,
-    data: str | os.PathLike,
-    out: str | os.PathLike,
-    *,
-    method: str = "auto",
-    mode: str = "path_dependent",
-    background: int = 100,
-    missing: Sequence[str] | None = None,
-    nan_is_missing: bool | str = "auto",
-    output: str = "auto",
-    class_index: int | None = None,
-    n_samples: int = 2048,
-    random_state: int = 0,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    block_rows: int = DEFAULT_BLOCK_ROWS,
-    n_jobs: int = 1,
-    backend: str = "loky",
-    scheduler: str | None = None,
-    connect_timeout: float = 10.0,
-    overwrite: bool = False,
-    trusted: bool = False,
-    progress: ProgressCallback | None = None,
+    model: str | os.PathLike, data: str | os.PathLike, out: str | os.PathLike, *,
+    method: str = "auto", mode: str = "path_dependent", background: int = 100,
+    missing: Sequence[str] | None = None, nan_is_missing: bool | str = "auto", output: str = "auto",
+    class_index: int | None = None, n_samples: int = 2048, random_state: int = 0,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS, block_rows: int = DEFAULT_BLOCK_ROWS, n_jobs: int = 1,
+    backend: str = "loky", scheduler: str | None = None, connect_timeout: float = 10.0,
+    overwrite: bool = False, trusted: bool = False, progress: ProgressCallback | None = None,
 ) -> BatchReport:
     """Explain every row of a data file with SHAP, writing Parquet parts to ``out``.
 
@@ -158,21 +143,19 @@ def explain_file(
     """
     func = "explain_file"
     t0 = time.perf_counter()
-    chunk_rows, block_rows, n_jobs, random_state = _check_common(
-        func, chunk_rows=chunk_rows, block_rows=block_rows, n_jobs=n_jobs, backend=backend,
-        random_state=random_state, connect_timeout=connect_timeout)
-    args = _check_shap_args(func, method=method, mode=mode, background=background, missing=missing,
-                            nan_is_missing=nan_is_missing, output=output, class_index=class_index,
-                            n_samples=n_samples, random_state=random_state, chunk_rows=chunk_rows,
-                            block_rows=block_rows)
+    args, n_jobs = _check_options(
+        func, method=method, mode=mode, background=background, missing=missing, nan_is_missing=nan_is_missing,
+        output=output, class_index=class_index, n_samples=n_samples, random_state=random_state,
+        chunk_rows=chunk_rows, block_rows=block_rows, n_jobs=n_jobs, backend=backend,
+        connect_timeout=connect_timeout)
     out = Path(out).expanduser().resolve()
     _check_not_foreign(out)  # before the lock file is created in it
     require_model_file(model, func)  # before the workers start
 
     with _locked(out) as claim, _warmed(backend, n_jobs, scheduler, connect_timeout) as warmup:
         run = _open_and_plan(out, model, data, args, trusted, overwrite, func)
-        st = None if run.finished else _compute(out, claim.created, run, trusted, chunk_rows, block_rows,
-                                                random_state, progress, warmup)
+        st = None if run.finished else _compute(out, claim.created, run, trusted, args.chunk_rows, args.block_rows,
+                                                args.random_state, progress, warmup)
         return _report(out, run, st, time.perf_counter() - t0)
 
 
@@ -258,6 +241,19 @@ def _compute(out: Path, created: bool, run: _Opened, trusted: bool, chunk_rows: 
 
 
 # ====================================================================== checks
+def _check_options(func: str, *, method, mode, background, missing, nan_is_missing, output, class_index,
+                   n_samples, random_state, chunk_rows, block_rows, n_jobs, backend, connect_timeout):
+    """Return (args, n_jobs): every option checked, those shared with importance runs first."""
+    chunk_rows, block_rows, n_jobs, random_state = _check_common(
+        func, chunk_rows=chunk_rows, block_rows=block_rows, n_jobs=n_jobs, backend=backend,
+        random_state=random_state, connect_timeout=connect_timeout)
+    args = _check_shap_args(func, method=method, mode=mode, background=background, missing=missing,
+                            nan_is_missing=nan_is_missing, output=output, class_index=class_index,
+                            n_samples=n_samples, random_state=random_state, chunk_rows=chunk_rows,
+                            block_rows=block_rows)
+    return args, n_jobs
+
+
 def _check_shap_args(func: str, *, method, mode, background, missing, nan_is_missing, output, class_index,
                      n_samples, random_state: int, chunk_rows: int, block_rows: int) -> _ShapArgs:
     """Check the SHAP options (those shared with importance runs are checked by _check_common)."""
