@@ -16,6 +16,7 @@ tree nodes in one model        GLASSBOX_MAX_NODES           50,000,000
 depth of one tree              GLASSBOX_MAX_TREE_DEPTH      1,000
 features / data columns        GLASSBOX_MAX_FEATURES        100,000
 model file, unpacked           GLASSBOX_MAX_MODEL_BYTES     2 GB
+trees' memory / file size      GLASSBOX_MAX_MODEL_EXPANSION 200 (past 256 MB)
 objects a .skops file builds   GLASSBOX_MAX_MODEL_OBJECTS   5,000,000
 files inside a .skops archive  GLASSBOX_MAX_MODEL_FILES     250,000
 schema.json of a .skops file   GLASSBOX_MAX_SCHEMA_BYTES    256 MB
@@ -30,10 +31,12 @@ Sizes accept a plain number of bytes or a suffix: ``GLASSBOX_MAX_MODEL_BYTES=4GB
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import re
 
-__all__ = ["LIMITS", "limit", "over", "fmt"]
+__all__ = ["LIMITS", "limit", "over", "fmt", "reading_file", "file_bytes", "EXPANSION_FLOOR"]
 
 _KB, _MB, _GB = 1 << 10, 1 << 20, 1 << 30
 
@@ -44,6 +47,11 @@ LIMITS: dict[str, tuple[str, int, str, bool]] = {
     "tree_depth": ("GLASSBOX_MAX_TREE_DEPTH", 1_000, "levels of one tree", False),
     "features": ("GLASSBOX_MAX_FEATURES", 100_000, "features (columns)", False),
     "model_bytes": ("GLASSBOX_MAX_MODEL_BYTES", 2 * _GB, "bytes of unpacked model arrays", True),
+    # a boosting file's trees take about its own size once read (a multiclass one: a value per class
+    # per node); one that states hundreds of times its size is made to exhaust memory (886 KB stating
+    # 65,536 classes took 1.3 GB). Past EXPANSION_FLOOR only: a small model never meets it
+    "model_expansion": ("GLASSBOX_MAX_MODEL_EXPANSION", 200, "times its file's size a model's trees may take",
+                        False),
     # about 55 schema objects per forest tree and 140 per gradient-boosting tree; skops
     # walks them all (shared ones once per use) in a few microseconds each
     "model_objects": ("GLASSBOX_MAX_MODEL_OBJECTS", 5_000_000, "objects built from a .skops file", False),
@@ -104,3 +112,24 @@ def over(name: str) -> str:
     var = LIMITS[name][0]
     return (f"over the limit of {fmt(name, limit(name))} (the operator can raise it with the "
             f"environment variable {var})")
+
+
+#: the trees of a model may take this much memory whatever its file's size
+EXPANSION_FLOOR = 256 * _MB
+
+_FILE_BYTES: contextvars.ContextVar = contextvars.ContextVar("glassbox_file_bytes", default=None)
+
+
+@contextlib.contextmanager
+def reading_file(n_bytes: int):
+    """While a model file of ``n_bytes`` is read: the structure checks weigh what it states against its size."""
+    token = _FILE_BYTES.set(int(n_bytes))
+    try:
+        yield
+    finally:
+        _FILE_BYTES.reset(token)
+
+
+def file_bytes() -> int | None:
+    """The size of the model file being read (:func:`reading_file`), or None."""
+    return _FILE_BYTES.get()

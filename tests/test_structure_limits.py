@@ -35,14 +35,15 @@ def _refused(read, data, match="would take"):
     return str(err.value)
 
 
-def test_xgboost_65536_classes_of_one_node_trees():
+def _xgb_classes_doc(n_trees: int, k: int = 65_536) -> bytes:
+    """An XGBoost multi:softprob JSON of n_trees one-node trees for k classes."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(90, 2))
     b = xgb.train({"objective": "multi:softprob", "num_class": 3, "max_depth": 1}, xgb.DMatrix(X, np.arange(90) % 3), 1)
     doc = json.loads(bytes(b.save_raw("json")))
-    k = 65_536
     learner = doc["learner"]
     learner["learner_model_param"]["num_class"] = str(k)
+    learner["learner_model_param"]["base_score"] = "5E-1"  # one value for every class (XGBoost 3 writes k)
     model = learner["gradient_booster"]["model"]
     leaf = copy.deepcopy(model["trees"][0])
     tp = leaf["tree_param"]
@@ -52,7 +53,6 @@ def test_xgboost_65536_classes_of_one_node_trees():
         if key in leaf:
             leaf[key] = [leaf[key][0]] if key not in ("left_children", "right_children") else [-1]
     leaf["parents"] = [2147483647]
-    n_trees = 5_000  # under the tree-count limit: 5,000 one-node trees, a value for each class in each
     trees = []
     for t in range(n_trees):
         tree = dict(leaf)
@@ -63,7 +63,12 @@ def test_xgboost_65536_classes_of_one_node_trees():
     model["gbtree_model_param"]["num_trees"] = str(n_trees)
     if "iteration_indptr" in model:
         model["iteration_indptr"] = [0, n_trees]
-    data = json.dumps(doc).encode()
+    return json.dumps(doc).encode()
+
+
+def test_xgboost_65536_classes_of_one_node_trees():
+    # under the tree-count limit: 5,000 one-node trees, a value for each class in each
+    data = _xgb_classes_doc(5_000)
     assert len(data) < 30 << 20
     message = _refused(read_xgboost, data)
     assert "5,000 tree nodes with 65,536 output(s)" in message
@@ -171,3 +176,70 @@ def test_xgboost_sets_naming_code_65535(monkeypatch, tmp_path):
     monkeypatch.setenv("GLASSBOX_MAX_MODEL_BYTES", str(200 << 10))  # the file fits; its sets do not
     assert len(data) < 200 << 10
     _refused(read_xgboost, data, match="words of category sets")
+
+
+def _native_read(data: bytes, name: str):
+    from explainers.io import load_model
+
+    return load_model(data, filename=name)
+
+
+def test_a_file_stating_hundreds_of_times_its_size_is_refused(monkeypatch):
+    """886 KB stating 65,536 classes of one-node trees took 1.3 GB in the server, under the 2 GB
+    limit on the trees' memory: a file may state at most GLASSBOX_MAX_MODEL_EXPANSION (200) times
+    its size past 256 MB (lowered here to 1 MB, so the file can stay small)."""
+    import explainers.limits as limits
+
+    monkeypatch.setattr(limits, "EXPANSION_FLOOR", 1 << 20)
+    data = _xgb_classes_doc(40)  # 40 one-node trees x 65,536 classes: 21 MB stated in ~20 KB
+    need = structure_bytes(40, 65_536)
+    with peak_allocation() as mem, pytest.raises(InvalidModelError, match="GLASSBOX_MAX_MODEL_EXPANSION") as err:
+        _native_read(data, "model.json")
+    assert mem.peak < file_budget(data, per_byte=32)
+    assert f"{need / len(data):,.0f} times the file's" in str(err.value)
+    monkeypatch.setenv("GLASSBOX_MAX_MODEL_EXPANSION", str(need // len(data) + 1))
+    assert _native_read(data, "model.json").ensemble.n_raw == 65_536  # the operator may allow it
+
+
+def test_models_the_libraries_train_expand_far_less(monkeypatch, tmp_path):
+    """Multiclass models as the libraries save them state a few times their size at most
+    (a value per class per node): the expansion limit, with no floor, never meets them."""
+    import pandas as pd
+
+    import explainers.limits as limits
+
+    monkeypatch.setattr(limits, "EXPANSION_FLOOR", 0)
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame(rng.normal(size=(600, 6)), columns=list("abcdef"))
+    y = (X.a * 3 + X.b).round().clip(-4, 5).astype(int) + 4  # 10 classes
+    files = {}
+    xgb.XGBClassifier(n_estimators=20, max_depth=4).fit(X, y).save_model(tmp_path / "x.json")
+    files["x.json"] = (tmp_path / "x.json").read_bytes()
+    lgb.LGBMClassifier(n_estimators=20, num_leaves=15, verbose=-1).fit(X, y).booster_.save_model(tmp_path / "l.txt")
+    files["l.txt"] = (tmp_path / "l.txt").read_bytes()
+    model = cb.CatBoostClassifier(iterations=20, depth=4, verbose=0, allow_writing_files=False).fit(X, y)
+    model.save_model(str(tmp_path / "c.json"), format="json")
+    files["c.json"] = (tmp_path / "c.json").read_bytes()
+    for name, data in files.items():
+        ens = _native_read(data, name).ensemble
+        ratio = structure_bytes(ens.n_nodes, ens.n_raw) / len(data)
+        assert ratio < limits.limit("model_expansion") / 10, (name, ratio)
+
+
+def test_xgboost_trees_are_counted_before_the_json_is_parsed(monkeypatch):
+    """A file with more trees than the limit is refused from the bytes: the 180 MB one took 5 GB
+    (its JSON parsed, and the nesting check kept an index per byte) before the count refused it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    b = xgb.train({"max_depth": 3}, xgb.DMatrix(X, X[:, 0]), 1)
+    doc = json.loads(bytes(b.save_raw("json")))
+    model = doc["learner"]["gradient_booster"]["model"]
+    model["trees"] = [dict(model["trees"][0], id=t) for t in range(3_000)]
+    model["tree_info"] = [0] * 3_000
+    model["gbtree_model_param"]["num_trees"] = "3000"
+    model["iteration_indptr"] = list(range(3_001))
+    data = json.dumps(doc).encode()
+    monkeypatch.setenv("GLASSBOX_MAX_TREES", "2000")
+    with peak_allocation() as mem, pytest.raises(InvalidModelError, match="3,000 trees.*GLASSBOX_MAX_TREES"):
+        read_xgboost(data)
+    assert mem.peak < file_budget(data, per_byte=1)  # no parse, and no index per byte

@@ -221,7 +221,8 @@ def _load_native(data: bytes, library: str, name: str):
     else:
         from ..trees.catboost import read_catboost as read
     try:
-        return read(data, name=name)
+        with limits.reading_file(len(data)):
+            return read(data, name=name)
     except (InvalidModelError, UnsafeModelError):
         raise
     except (ValueError, KeyError, TypeError, IndexError, OverflowError, UnicodeDecodeError, RecursionError,

@@ -392,11 +392,18 @@ def check_structure(n_nodes: int, n_raw: int, label: str, rule_words: int = 0) -
     from ..errors import InvalidModelError
 
     need = structure_bytes(n_nodes, n_raw) + 8 * int(rule_words)
+    sets = f" and {int(rule_words):,} words of category sets" if rule_words else ""
+    what = (f"{label}: its {int(n_nodes):,} tree nodes with {int(n_raw):,} output(s) each{sets} would take "
+            f"{limits.fmt('model_bytes', need)} once read")
     if need > limits.limit("model_bytes"):
-        sets = f" and {int(rule_words):,} words of category sets" if rule_words else ""
+        raise InvalidModelError(f"{what}, {limits.over('model_bytes')}.")
+    size = limits.file_bytes()
+    ratio = limits.limit("model_expansion")
+    if size is not None and need > max(limits.EXPANSION_FLOOR, ratio * size):
         raise InvalidModelError(
-            f"{label}: its {int(n_nodes):,} tree nodes with {int(n_raw):,} output(s) each{sets} would take "
-            f"{limits.fmt('model_bytes', need)} once read, {limits.over('model_bytes')}.")
+            f"{what}, {need / max(size, 1):,.0f} times the file's {limits.fmt('model_bytes', size)}: a model file may "
+            f"state at most {ratio:,} times its size in trees past {limits.fmt('model_bytes', limits.EXPANSION_FLOOR)} "
+            "(the operator can raise it with the environment variable GLASSBOX_MAX_MODEL_EXPANSION).")
 
 
 def rule_record(flags: int, categories=()) -> np.ndarray:
