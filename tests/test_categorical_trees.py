@@ -187,3 +187,50 @@ def test_rule_record_of_a_full_set_equals_the_definition():
         for c in set(int(c) for c in codes):
             want[c >> 6] |= 1 << (c & 63)
         assert [int(w) for w in words] == want
+
+
+_ODD_CODES = np.array([-0.5, -0.99, -1, -1.5, 0, 0.5, 1.7, 2.5, 5.99, 6, 7, 63.9, 64, 1e10, -1e10,
+                       2**31 + 0.5, np.nan, -0.0, 3.0000001])
+
+
+def _integer_categories():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"c": rng.integers(0, 6, 2000), "x": rng.normal(size=2000)})
+    y = np.array([0, 3, -1, 2, 5, -2])[X.c] + X.x
+    return X, y, pd.DataFrame({"c": _ODD_CODES, "x": np.zeros(len(_ODD_CODES))})
+
+
+def test_xgboost_reads_numbers_for_categories_0_to_k_as_it_does(tmp_path):
+    """Categories that are the codes 0..k-1 themselves: a number in a plain column is read as
+    XGBoost reads one (truncated; negative or out of range: where unknowns go), not looked up
+    as a label (1.7 was 'unknown' here, category 1 in XGBoost: 4.8 against 2.96)."""
+    import xgboost as xgb
+
+    from explainers.io import load_model
+
+    X, y, Q = _integer_categories()
+    model = xgb.XGBRegressor(n_estimators=20, max_depth=3, enable_categorical=True, tree_method="hist",
+                             max_cat_to_onehot=1).fit(X.assign(c=pd.Categorical(X.c)), y)
+    model.save_model(tmp_path / "m.json")
+    ours = load_model((tmp_path / "m.json").read_bytes(), filename="m.json")
+    theirs = model.get_booster().predict(xgb.DMatrix(Q.to_numpy(), feature_names=["c", "x"],
+                                                     feature_types=["c", "q"], enable_categorical=True))
+    np.testing.assert_allclose(ours.predict(Q), theirs, rtol=0, atol=1e-5)
+    res = TreeShap(ours).explain(Q)
+    np.testing.assert_allclose(res.base_values + res.values.sum(axis=1), theirs, rtol=0, atol=1e-5)
+
+
+def test_lightgbm_and_histgradientboosting_read_the_same_numbers_as_they_do(tmp_path):
+    import lightgbm as lgb
+
+    from explainers.io import load_model
+
+    X, y, Q = _integer_categories()
+    booster = lgb.LGBMRegressor(n_estimators=20, verbose=-1, min_data_per_group=5,
+                                cat_smooth=1).fit(X.assign(c=pd.Categorical(X.c)), y).booster_
+    booster.save_model(tmp_path / "m.txt")
+    ours = load_model((tmp_path / "m.txt").read_bytes(), filename="m.txt")
+    np.testing.assert_allclose(ours.predict(Q), booster.predict(Q.to_numpy()), rtol=0, atol=1e-9)
+    hgb = HistGradientBoostingRegressor(max_iter=20, categorical_features=[0], random_state=0).fit(X, y)
+    res = TreeShap(hgb).explain(Q)
+    np.testing.assert_allclose(res.predictions, hgb.predict(Q), rtol=0, atol=1e-9)

@@ -429,8 +429,9 @@ def rule_record(flags: int, categories=()) -> np.ndarray:
 def codes_given(col, cats) -> bool:
     """Whether a categorical column's values are the category codes themselves: a plain
     numeric column (not a pandas category) for categories none of which is a number or
-    reads as one ("1"), as XGBoost and LightGBM read numbers in a categorical feature.
-    Otherwise the values are labels, looked up in the categories."""
+    reads as one ("1"), or that are the codes 0 .. k-1 themselves, as XGBoost and LightGBM
+    read numbers in a categorical feature. Otherwise the values are labels, looked up in
+    the categories."""
     import numbers
 
     import pandas as pd
@@ -448,7 +449,14 @@ def codes_given(col, cats) -> bool:
             return False
         return True
 
-    return not any(numeric(c) for c in cats)
+    if not any(numeric(c) for c in cats):
+        return True
+    # categories 0, 1, ..., k-1: a number names the same category as a label and as a code, and
+    # the libraries read a fractional or negative one as a code (1.7 is category 1 in XGBoost)
+    try:
+        return [float(str(c)) for c in cats] == list(map(float, range(len(cats))))
+    except ValueError:
+        return False
 
 
 def encode_categories(X, categories, numeric_codes: bool = False) -> np.ndarray:
