@@ -41,7 +41,8 @@ feature of ``Y`` (the path features ``b`` does not follow) from ``x``: the game
 Summed over the background per leaf and ``T`` (inclusion-exclusion over ``Y``
 containing ``a`` and ``b``) it takes six tables ``F0 F1 F2 G0 G1 E``; a row then
 costs the same whatever the background size. :func:`iv_direct_rows` walks each
-(row, background row) pair instead, for trees without tables.
+(row, background row) pair instead, for trees without tables. Both walks are
+those of the SHAP values (:mod:`explainers.shap._walk_kernels`, order 2).
 
 All row kernels add raw (unscaled) tree sums into ``out[row, a, b, c]`` with
 ``(a, b)`` in path order, leaving the diagonal alone: the caller adds the
@@ -56,7 +57,9 @@ import numpy as np
 from numba import njit
 
 from ..trees.walks import goes_left
-from ._tree_kernels import row_bits
+from ._tree_kernels import row_bits, tree_leaf_paths
+from ._walk_kernels import (add_block, build_iv_count_tables, iv_pair_walk, load_block, pop, push_children,
+                            scatter_pairs, tree_root, walk_stack)
 
 __all__ = [
     "pd_interaction_weights",
@@ -113,79 +116,12 @@ def build_iv_interaction_tables(trees, node_offsets, feature, threshold, left, r
     ``table`` has shape (6, n_entries): ``F0 F1 F2 G0 G1 E`` with
     ``Fk(U) = sum_{Y disjoint from U} n_Y c2(|Y|, |U| - k) / B`` (likewise ``Gk``
     with ``c3``, ``E`` with ``c4``). ``counts`` must be zero on the entries of
-    ``trees``; leaves with ``leaf_m < 2`` have no entries.
+    ``trees``; leaves with ``leaf_m < 2`` have no entries
+    (:func:`._walk_kernels.build_iv_count_tables`, order 2).
     """
-    B = bg.shape[0]
-    inv_b = 1.0 / B
-    D = max_depth + 2
-    st_node = np.empty(2 * D + 2, np.int64)
-    st_t = np.empty(2 * D + 2, np.int64)
-    for ti in range(trees.shape[0]):
-        t = trees[ti]
-        for b in range(B):
-            st_node[0] = node_offsets[t]
-            st_t[0] = 0
-            sp = 1
-            while sp > 0:
-                sp -= 1
-                node = st_node[sp]
-                T = st_t[sp]
-                if left[node] < 0:
-                    if leaf_m[node] >= 2:
-                        counts[leaf_toff[node] + T] += 1.0
-                    continue
-                gl = goes_left(bg[b, feature[node]], node, threshold, missing_left, cat_start, cat_bits)
-                bit = node_bit[node]
-                if bit < 0:
-                    # masked: the background row decides, no player
-                    st_node[sp] = left[node] if gl else right[node]
-                    st_t[sp] = T
-                    sp += 1
-                else:
-                    mask = np.int64(1) << bit
-                    st_node[sp] = left[node]
-                    st_t[sp] = T if gl else T | mask
-                    st_node[sp + 1] = right[node]
-                    st_t[sp + 1] = T | mask if gl else T
-                    sp += 2
-        for node in range(node_offsets[t], node_offsets[t + 1]):
-            if left[node] >= 0 or leaf_m[node] < 2:
-                continue
-            m = leaf_m[node]
-            to = leaf_toff[node]
-            full = (1 << m) - 1
-            for Y in range(full + 1):
-                n = counts[to + Y]
-                if n == 0.0:
-                    continue
-                a = 0
-                y = Y
-                while y:
-                    y &= y - 1
-                    a += 1
-                comp = full ^ Y
-                U = comp  # every U disjoint from Y: the submasks of its complement
-                while True:
-                    k = 0
-                    u = U
-                    while u:
-                        u &= u - 1
-                        k += 1
-                    e = to + U
-                    table[0, e] += n * c2[a, k]
-                    table[3, e] += n * c3[a, k]
-                    table[5, e] += n * c4[a, k]
-                    if k >= 1:
-                        table[1, e] += n * c2[a, k - 1]
-                        table[4, e] += n * c3[a, k - 1]
-                    if k >= 2:
-                        table[2, e] += n * c2[a, k - 2]
-                    if U == 0:
-                        break
-                    U = (U - 1) & comp
-            for U in range(full + 1):
-                for q in range(6):
-                    table[q, to + U] *= inv_b
+    build_iv_count_tables(trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
+                          node_bit, leaf_m, leaf_toff, bg, max_depth, np.int64(2), c2, c3, c4, counts, table,
+                          np.ones(1))
 
 
 # -------------------------------------------------------------- row kernels
@@ -196,20 +132,52 @@ def pd_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right,
     """Path-dependent interaction values of ``X[rows]`` from the leaf tables K2.
 
     ``tab`` holds ``1/2 lw K2`` per leaf (times the leaf value for single-output
-    trees); ``flat_coef`` holds ``(1 - z) / z``. Rows go through the trees in
-    blocks of ``block``: every row carries its T down both children of every
-    node (so it visits every leaf), and the loops over the rows of a block are
-    branch-free so that they vectorise.
+    trees); ``flat_coef`` holds ``(1 - z) / z``. See :func:`_pair_table_rows`.
+    """
+    _pair_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start,
+                     cat_bits, node_bit, leaf_m, leaf_foff, flat_feat, flat_coef, leaf_toff,
+                     tab.reshape(1, tab.shape[0]), np.bool_(False), value, tree_output, max_depth, max_bits, block,
+                     out)
+
+
+@njit(cache=True, nogil=True)
+def iv_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
+                  node_bit, leaf_m, leaf_foff, flat_feat, leaf_toff, tab, value, tree_output,
+                  max_depth, block, out):
+    """Interventional interaction values of ``X[rows]`` from the six leaf tables.
+
+    ``tab`` (6, n_entries) from :func:`build_iv_interaction_tables`, times the
+    leaf value for single-output trees. See :func:`_pair_table_rows`.
+    """
+    _pair_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start,
+                     cat_bits, node_bit, leaf_m, leaf_foff, flat_feat, np.zeros(1), leaf_toff, tab, np.bool_(True), value,
+                     tree_output, max_depth, np.int64(0), block, out)
+
+
+@njit(cache=True, nogil=True)
+def _pair_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start,
+                     cat_bits, node_bit, leaf_m, leaf_foff, flat_feat, flat_coef, leaf_toff, tab, interventional,
+                     value, tree_output, max_depth, max_bits, block, out):
+    """Interaction values of ``X[rows]`` from the leaf tables (``tab[0]``: K2, or the six of
+    :func:`build_iv_interaction_tables` when ``interventional``).
+
+    Rows go through the trees in blocks of ``block``: every row carries its T
+    down both children of every node (so it visits every leaf), and the loops
+    over the rows of a block are branch-free so that they vectorise. For a row
+    with set T and path features a, b, path-dependent tables give
+    ``gamma_a gamma_b K2(T + a + b)`` (``gamma = (1 - z) / z``, or -1 in T);
+    interventional ones::
+
+        a, b not in T:  F0(T) - F1(T+a) - F1(T+b) + F2(T+a+b)
+        a not in T, b in T:  G0(T) - G1(T+a)
+        a, b in T:  E(T)
     """
     p = X.shape[1]
     n_raw = value.shape[1]
     D = max_depth + 2
     buf = np.zeros((D, block), np.int64)
     xb = np.empty((p, block))
-    st_node = np.empty(2 * D + 2, np.int64)
-    st_lvl = np.empty(2 * D + 2, np.int64)
-    st_par = np.empty(2 * D + 2, np.int64)
-    st_left = np.empty(2 * D + 2, np.bool_)
+    st_node, st_lvl, st_par, st_left = walk_stack(D)
     acc = np.zeros((n_raw, p, p, block))
     g = np.empty((max_bits + 1, block))
     ta = np.empty((max_bits + 1, block), np.int64)
@@ -217,46 +185,54 @@ def pd_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right,
     nr = rows.shape[0]
     for b0 in range(0, nr, block):
         nb = min(block, nr - b0)
-        for r in range(nb):
-            row = rows[b0 + r]
-            for j in range(p):
-                xb[j, r] = X[row, j]
+        load_block(X, rows, b0, nb, xb)
         acc[:, :, :, :] = 0.0
         for ti in range(trees.shape[0]):
-            t = trees[ti]
-            col = tree_output[t]
-            single = col >= 0 or n_raw == 1
-            c0 = col if col >= 0 else 0
-            st_node[0] = node_offsets[t]
-            st_lvl[0] = 0
-            st_par[0] = -1
-            st_left[0] = True
-            sp = 1
+            single, c0, sp = tree_root(trees, ti, node_offsets, tree_output, n_raw, st_node, st_lvl, st_par, st_left)
             while sp > 0:
-                sp -= 1
-                node = st_node[sp]
-                L = st_lvl[sp]
+                sp, node, L = pop(st_node, st_lvl, sp)
                 if L > 0:
                     par = st_par[sp]
                     row_bits(buf[L], buf[L - 1], nb, node_bit[par], xb[feature[par]], par, threshold,
                              missing_left, cat_start, cat_bits, st_left[sp])
                 if left[node] >= 0:
-                    st_node[sp] = right[node]
-                    st_lvl[sp] = L + 1
-                    st_par[sp] = node
-                    st_left[sp] = False
-                    st_node[sp + 1] = left[node]
-                    st_lvl[sp + 1] = L + 1
-                    st_par[sp + 1] = node
-                    st_left[sp + 1] = True
-                    sp += 2
+                    sp = push_children(st_node, st_lvl, st_par, st_left, sp, node, L, left, right)
                     continue
                 m = leaf_m[node]
                 if m < 2:
                     continue
                 fo = leaf_foff[node]
-                tl = tab[leaf_toff[node]:]
+                to = leaf_toff[node]
                 bl = buf[L]
+                if interventional:
+                    F0 = tab[0, to:]
+                    F1 = tab[1, to:]
+                    F2 = tab[2, to:]
+                    G0 = tab[3, to:]
+                    G1 = tab[4, to:]
+                    E = tab[5, to:]
+                    for a in range(m - 1):
+                        fa = flat_feat[fo + a]
+                        ba = np.int64(1) << a
+                        for b in range(a + 1, m):
+                            fb = flat_feat[fo + b]
+                            bb = np.int64(1) << b
+                            for r in range(nb):
+                                T = bl[r]
+                                ia = (T & ba) != 0
+                                ib = (T & bb) != 0
+                                if ia:
+                                    if ib:
+                                        sv[r] = E[T]
+                                    else:
+                                        sv[r] = G0[T] - G1[T | bb]
+                                elif ib:
+                                    sv[r] = G0[T] - G1[T | ba]
+                                else:
+                                    sv[r] = F0[T] - F1[T | ba] - F1[T | bb] + F2[T | ba | bb]
+                            add_block(acc, (fa, fb), single, c0, sv, nb, value, node)
+                    continue
+                tl = tab[0, to:]
                 for a in range(m):
                     bm = np.int64(1) << a
                     ci = flat_coef[fo + a]
@@ -282,128 +258,8 @@ def pd_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right,
                         else:
                             for r in range(nb):
                                 sv[r] = tl[tq[r] | bmb] * ga[r] * gb[r]
-                            for c in range(n_raw):
-                                vc = value[node, c]
-                                ac = acc[c, fa, fb]
-                                for r in range(nb):
-                                    ac[r] += sv[r] * vc
-        for r in range(nb):
-            row = rows[b0 + r]
-            for i in range(p):
-                for j in range(p):
-                    for c in range(n_raw):
-                        out[row, i, j, c] += acc[c, i, j, r]
-
-
-@njit(cache=True, nogil=True)
-def iv_table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
-                  node_bit, leaf_m, leaf_foff, flat_feat, leaf_toff, tab, value, tree_output,
-                  max_depth, block, out):
-    """Interventional interaction values of ``X[rows]`` from the six leaf tables.
-
-    ``tab`` (6, n_entries) from :func:`build_iv_interaction_tables`, times the
-    leaf value for single-output trees. For a row with set T and path features
-    a, b::
-
-        a, b not in T:  F0(T) - F1(T+a) - F1(T+b) + F2(T+a+b)
-        a not in T, b in T:  G0(T) - G1(T+a)
-        a, b in T:  E(T)
-    """
-    p = X.shape[1]
-    n_raw = value.shape[1]
-    D = max_depth + 2
-    buf = np.zeros((D, block), np.int64)
-    xb = np.empty((p, block))
-    st_node = np.empty(2 * D + 2, np.int64)
-    st_lvl = np.empty(2 * D + 2, np.int64)
-    st_par = np.empty(2 * D + 2, np.int64)
-    st_left = np.empty(2 * D + 2, np.bool_)
-    acc = np.zeros((n_raw, p, p, block))
-    sv = np.empty(block)
-    nr = rows.shape[0]
-    for b0 in range(0, nr, block):
-        nb = min(block, nr - b0)
-        for r in range(nb):
-            row = rows[b0 + r]
-            for j in range(p):
-                xb[j, r] = X[row, j]
-        acc[:, :, :, :] = 0.0
-        for ti in range(trees.shape[0]):
-            t = trees[ti]
-            col = tree_output[t]
-            single = col >= 0 or n_raw == 1
-            c0 = col if col >= 0 else 0
-            st_node[0] = node_offsets[t]
-            st_lvl[0] = 0
-            st_par[0] = -1
-            st_left[0] = True
-            sp = 1
-            while sp > 0:
-                sp -= 1
-                node = st_node[sp]
-                L = st_lvl[sp]
-                if L > 0:
-                    par = st_par[sp]
-                    row_bits(buf[L], buf[L - 1], nb, node_bit[par], xb[feature[par]], par, threshold,
-                             missing_left, cat_start, cat_bits, st_left[sp])
-                if left[node] >= 0:
-                    st_node[sp] = right[node]
-                    st_lvl[sp] = L + 1
-                    st_par[sp] = node
-                    st_left[sp] = False
-                    st_node[sp + 1] = left[node]
-                    st_lvl[sp + 1] = L + 1
-                    st_par[sp + 1] = node
-                    st_left[sp + 1] = True
-                    sp += 2
-                    continue
-                m = leaf_m[node]
-                if m < 2:
-                    continue
-                fo = leaf_foff[node]
-                to = leaf_toff[node]
-                F0 = tab[0, to:]
-                F1 = tab[1, to:]
-                F2 = tab[2, to:]
-                G0 = tab[3, to:]
-                G1 = tab[4, to:]
-                E = tab[5, to:]
-                bl = buf[L]
-                for a in range(m - 1):
-                    fa = flat_feat[fo + a]
-                    ba = np.int64(1) << a
-                    for b in range(a + 1, m):
-                        fb = flat_feat[fo + b]
-                        bb = np.int64(1) << b
-                        for r in range(nb):
-                            T = bl[r]
-                            ia = (T & ba) != 0
-                            ib = (T & bb) != 0
-                            if ia:
-                                if ib:
-                                    sv[r] = E[T]
-                                else:
-                                    sv[r] = G0[T] - G1[T | bb]
-                            elif ib:
-                                sv[r] = G0[T] - G1[T | ba]
-                            else:
-                                sv[r] = F0[T] - F1[T | ba] - F1[T | bb] + F2[T | ba | bb]
-                        if single:
-                            ac = acc[c0, fa, fb]
-                            for r in range(nb):
-                                ac[r] += sv[r]
-                        else:
-                            for c in range(n_raw):
-                                vc = value[node, c]
-                                ac = acc[c, fa, fb]
-                                for r in range(nb):
-                                    ac[r] += sv[r] * vc
-        for r in range(nb):
-            row = rows[b0 + r]
-            for i in range(p):
-                for j in range(p):
-                    for c in range(n_raw):
-                        out[row, i, j, c] += acc[c, i, j, r]
+                            add_block(acc, (fa, fb), False, c0, sv, nb, value, node)
+        scatter_pairs(acc, rows, b0, nb, out)
 
 
 # ------------------------------------------------------------- direct paths
@@ -433,11 +289,12 @@ def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right
                    cover, masked, value, tree_output, max_depth, w2, out):
     """Path-dependent interaction values per (row, leaf), without tables.
 
-    Each row walks each tree depth first, keeping per level the distinct
-    unmasked features of the path with their cover-ratio products ``z`` and
-    whether the row follows all their splits (``o``); a masked feature only
-    scales the path by its cover ratio. At a leaf with ``Q`` the features the
-    row follows and ``P(y) = prod_{d in Q} (z_d + y)``, ``H2(R) = sum_s w2_m(s) [y^s] R``::
+    Each leaf's path, its distinct unmasked features with their cover-ratio
+    products ``z`` and the cover product ``lw`` of its masked ones, comes from
+    :func:`explainers.shap._tree_kernels.tree_leaf_paths`, one tree at a time; each
+    row walks the tree depth first carrying the set ``T`` of path features whose
+    split it does not follow. At a leaf with ``Q`` the features the row follows and
+    ``P(y) = prod_{d in Q} (z_d + y)``, ``H2(R) = sum_s w2_m(s) [y^s] R``::
 
         a, b in Q:       1/2 (1 - z_a)(1 - z_b) Z(T) H2(P / ((y + z_a)(y + z_b)))
         a in Q, b in T:  -1/2 (1 - z_a) Z(T) H2(P / (y + z_a))
@@ -447,85 +304,75 @@ def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right
     zero-cover or rare-pattern cases.
     """
     n_raw = value.shape[1]
+    n_big = 0
+    for tt in range(trees.shape[0]):
+        n_big = max(n_big, node_offsets[trees[tt] + 1] - node_offsets[trees[tt]])
+    # one tree's leaf paths at a time, indexed by the node's place in the tree
+    node_bit = np.full(n_big, -1, np.int64)
+    leaf_m = np.full(n_big, -1, np.int64)
+    leaf_lw = np.ones(n_big)
+    leaf_foff = np.zeros(n_big, np.int64)
     D = max_depth + 2
-    lv_feat = np.empty((D, D), np.int64)
-    lv_z = np.empty((D, D))
-    lv_o = np.empty((D, D), np.bool_)
-    lv_m = np.zeros(D, np.int64)
-    lv_lw = np.ones(D)
+    lv_t = np.zeros(D, np.int64)  # T on entering the node at each level
     st_node = np.empty(2 * D + 2, np.int64)
     st_lvl = np.empty(2 * D + 2, np.int64)
     st_par = np.empty(2 * D + 2, np.int64)
+    st_left = np.empty(2 * D + 2, np.bool_)
     qi = np.empty(D, np.int64)
     ti_ = np.empty(D, np.int64)
     P = np.zeros(D + 1)
     Ra = np.zeros(D + 1)
     Rab = np.zeros(D + 1)
     phi = np.empty((D, D))
-    for ri in range(rows.shape[0]):
-        row = rows[ri]
-        for tt in range(trees.shape[0]):
-            t = trees[tt]
-            col = tree_output[t]
-            st_node[0] = node_offsets[t]
+    for tt in range(trees.shape[0]):
+        t = trees[tt]
+        o0 = node_offsets[t]
+        flat_feat = np.zeros(0, np.int64)
+        flat_z = np.zeros(0)
+        for fill in (False, True):
+            tree_leaf_paths(t, t + 1, True, feature, left, right, cover, node_offsets, masked, max_depth, fill,
+                            leaf_foff, node_bit, leaf_m, leaf_lw, flat_feat, flat_z)
+            if not fill:  # the leaves' offsets into the flat arrays, then the second pass fills them
+                n_flat = 0
+                for node in range(o0, node_offsets[t + 1]):
+                    if left[node] < 0:
+                        leaf_foff[node - o0] = n_flat
+                        n_flat += leaf_m[node - o0]
+                flat_feat = np.zeros(n_flat, np.int64)
+                flat_z = np.zeros(n_flat)
+        col = tree_output[t]
+        for ri in range(rows.shape[0]):
+            row = rows[ri]
+            st_node[0] = o0
             st_lvl[0] = 0
-            st_par[0] = -1
             sp = 1
             while sp > 0:
-                sp -= 1
-                node = st_node[sp]
-                L = st_lvl[sp]
-                par = st_par[sp]
-                if L == 0:
-                    lv_m[0] = 0
-                    lv_lw[0] = 1.0
-                else:
-                    mm = lv_m[L - 1]
-                    for i in range(mm):
-                        lv_feat[L, i] = lv_feat[L - 1, i]
-                        lv_z[L, i] = lv_z[L - 1, i]
-                        lv_o[L, i] = lv_o[L - 1, i]
-                    lv_lw[L] = lv_lw[L - 1]
-                    r = cover[node] / cover[par] if cover[par] > 0 else 0.0
-                    f = feature[par]
-                    if masked[f]:
-                        lv_lw[L] *= r
-                    else:
-                        gl = goes_left(X[row, f], par, threshold, missing_left, cat_start, cat_bits)
-                        follows = (node == left[par]) == gl
-                        j = 0
-                        while j < mm and lv_feat[L, j] != f:
-                            j += 1
-                        if j == mm:
-                            lv_feat[L, mm] = f
-                            lv_z[L, mm] = r
-                            lv_o[L, mm] = follows
-                            mm += 1
-                        else:
-                            lv_z[L, j] *= r
-                            lv_o[L, j] = lv_o[L, j] and follows
-                    lv_m[L] = mm
+                sp, node, L = pop(st_node, st_lvl, sp)
+                if L > 0:
+                    par = st_par[sp]
+                    T = lv_t[L - 1]
+                    j = node_bit[par - o0]
+                    if j >= 0 and (node == left[par]) != goes_left(X[row, feature[par]], par, threshold,
+                                                                   missing_left, cat_start, cat_bits):
+                        T |= np.int64(1) << j
+                    lv_t[L] = T
                 if left[node] >= 0:
-                    st_node[sp] = right[node]
-                    st_lvl[sp] = L + 1
-                    st_par[sp] = node
-                    st_node[sp + 1] = left[node]
-                    st_lvl[sp + 1] = L + 1
-                    st_par[sp + 1] = node
-                    sp += 2
+                    sp = push_children(st_node, st_lvl, st_par, st_left, sp, node, L, left, right)
                     continue
-                m = lv_m[L]
-                lw = lv_lw[L]
+                m = leaf_m[node - o0]
+                lw = leaf_lw[node - o0]
                 if m < 2 or lw == 0.0:
                     continue
+                fo = leaf_foff[node - o0]
+                T = lv_t[L]
                 w2m = w2[m]
                 nq = 0
                 nt = 0
                 zt = 1.0
                 P[0] = 1.0
                 for i in range(m):
-                    if lv_o[L, i]:
-                        z = lv_z[L, i]
+                    if ((T >> i) & 1) == 0:
+                        z = flat_z[fo + i]
                         # multiply P (degree nq) by (y + z)
                         P[nq + 1] = P[nq]
                         for k in range(nq, 0, -1):
@@ -534,7 +381,7 @@ def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right
                         qi[nq] = i
                         nq += 1
                     else:
-                        zt *= lv_z[L, i]
+                        zt *= flat_z[fo + i]
                         ti_[nt] = i
                         nt += 1
                 hq = _h2(P, nq, w2m) * zt
@@ -543,7 +390,7 @@ def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right
                         phi[ti_[x1], ti_[x2]] = hq
                 for x1 in range(nq):
                     a = qi[x1]
-                    za = lv_z[L, a]
+                    za = flat_z[fo + a]
                     _divide(P, nq, za, Ra)
                     ca = (1.0 - za) * zt
                     ha = -ca * _h2(Ra, nq - 1, w2m)
@@ -551,16 +398,16 @@ def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right
                         phi[a, ti_[x2]] = ha
                     for x2 in range(x1 + 1, nq):
                         b = qi[x2]
-                        zb = lv_z[L, b]
+                        zb = flat_z[fo + b]
                         _divide(Ra, nq - 1, zb, Rab)
                         phi[a, b] = ca * (1.0 - zb) * _h2(Rab, nq - 2, w2m)
                 for a in range(m):
-                    fa = lv_feat[L, a]
-                    oa = lv_o[L, a]
+                    fa = flat_feat[fo + a]
+                    oa = ((T >> a) & 1) == 0
                     for b in range(a + 1, m):
-                        fb = lv_feat[L, b]
+                        fb = flat_feat[fo + b]
                         # mixed pairs were written as phi[followed, not followed]
-                        s = lw * (phi[b, a] if (lv_o[L, b] and not oa) else phi[a, b])
+                        s = lw * (phi[b, a] if (((T >> b) & 1) == 0 and not oa) else phi[a, b])
                         if col >= 0:
                             out[row, fa, fb, col] += s * value[node, col]
                         else:
@@ -578,117 +425,8 @@ def iv_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right
     here ``A``) and from the background row on the other (set T, here ``B``).
     A leaf reached with ``|A| = a``, ``|B| = t`` adds ``v c2(a, t)``, ``v c3(a, t)``
     or ``v c4(a, t)`` (divided by the background size) to each pair of its
-    players, by the sides they are on.
+    players, by the sides they are on (:func:`._walk_kernels.iv_pair_walk`, order 2).
     """
-    n_raw = value.shape[1]
-    p = X.shape[1]
-    B = bg.shape[0]
-    inv_b = 1.0 / B
-    D = max_depth + 2
-    S = 2 * D + 2
-    st_node = np.empty(S, np.int64)
-    st_lvl = np.empty(S, np.int64)
-    st_af = np.empty(S, np.int64)
-    st_ak = np.empty(S, np.int64)
-    lvl_f = np.full(D, -1, np.int64)
-    lvl_k = np.zeros(D, np.int64)
-    state = np.zeros(p, np.int64)  # 0 free, 1 from x (A), 2 from background (B)
-    for ri in range(rows.shape[0]):
-        row = rows[ri]
-        for ti in range(trees.shape[0]):
-            t = trees[ti]
-            col = tree_output[t]
-            for b in range(B):
-                cur = -1
-                na = 0
-                nbk = 0
-                st_node[0] = node_offsets[t]
-                st_lvl[0] = 0
-                st_af[0] = -1
-                st_ak[0] = 0
-                sp = 1
-                while sp > 0:
-                    sp -= 1
-                    node = st_node[sp]
-                    L = st_lvl[sp]
-                    while cur >= L:
-                        fa = lvl_f[cur]
-                        if fa >= 0:
-                            if lvl_k[cur] == 1:
-                                na -= 1
-                            else:
-                                nbk -= 1
-                            state[fa] = 0
-                        cur -= 1
-                    cur = L
-                    lvl_f[L] = st_af[sp]
-                    lvl_k[L] = st_ak[sp]
-                    if st_af[sp] >= 0:
-                        state[st_af[sp]] = st_ak[sp]
-                        if st_ak[sp] == 1:
-                            na += 1
-                        else:
-                            nbk += 1
-                    if left[node] < 0:
-                        if na + nbk >= 2:
-                            for q1 in range(L + 1):
-                                f1 = lvl_f[q1]
-                                if f1 < 0:
-                                    continue
-                                k1 = lvl_k[q1]
-                                for q2 in range(q1 + 1, L + 1):
-                                    f2 = lvl_f[q2]
-                                    if f2 < 0:
-                                        continue
-                                    k2 = lvl_k[q2]
-                                    if k1 == 1 and k2 == 1:
-                                        w = c2[na, nbk]
-                                    elif k1 == 2 and k2 == 2:
-                                        w = c4[na, nbk]
-                                    else:
-                                        w = c3[na, nbk]
-                                    w *= inv_b
-                                    if col >= 0:
-                                        out[row, f1, f2, col] += w * value[node, col]
-                                    else:
-                                        for c in range(n_raw):
-                                            out[row, f1, f2, c] += w * value[node, c]
-                        continue
-                    f = feature[node]
-                    bl = goes_left(bg[b, f], node, threshold, missing_left, cat_start, cat_bits)
-                    bchild = left[node] if bl else right[node]
-                    if masked[f]:
-                        nxt_a = bchild
-                        nxt_b = -1
-                        fa = -1
-                    else:
-                        xl = goes_left(X[row, f], node, threshold, missing_left, cat_start, cat_bits)
-                        xchild = left[node] if xl else right[node]
-                        if xl == bl or state[f] == 1:
-                            nxt_a = xchild
-                            nxt_b = -1
-                            fa = -1
-                        elif state[f] == 2:
-                            nxt_a = bchild
-                            nxt_b = -1
-                            fa = -1
-                        else:
-                            nxt_a = xchild
-                            nxt_b = bchild
-                            fa = f
-                    st_node[sp] = nxt_a
-                    st_lvl[sp] = L + 1
-                    st_af[sp] = fa
-                    st_ak[sp] = 1
-                    sp += 1
-                    if nxt_b >= 0:
-                        st_node[sp] = nxt_b
-                        st_lvl[sp] = L + 1
-                        st_af[sp] = fa
-                        st_ak[sp] = 2
-                        sp += 1
-                while cur >= 0:
-                    fa = lvl_f[cur]
-                    if fa >= 0:
-                        state[fa] = 0
-                    cur -= 1
+    iv_pair_walk(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
+                 masked, bg, value, tree_output, max_depth, np.int64(2), c2, c3, c4, np.zeros((1, 1, 1)),
+                 np.zeros((1, 1)), out)

@@ -37,7 +37,8 @@ path-dependent tables are merged into one pair table (:func:`merge_pd_pairs`):
 **Textbook recursion** (fallback, for trees whose tables would be too big):
 Algorithm 2 of Lundberg et al. for path-dependent values and the per
 (row, background row) recursion for interventional values, both written without
-recursion so numba compiles them quickly.
+recursion so numba compiles them quickly. The interventional walk and table
+builder are shared with the interaction values (:mod:`explainers.shap._walk_kernels`).
 
 Masked (missing) features are not players: a path-dependent row goes down both
 children of a node that splits on one, weighted by cover; an interventional row
@@ -50,6 +51,8 @@ import numpy as np
 from numba import njit
 
 from ..trees.walks import goes_left
+from ._walk_kernels import (build_iv_count_tables, iv_pair_walk, load_block, pop, push_children, tree_root,
+                            walk_stack)
 
 __all__ = [
     "BLOCK",
@@ -167,6 +170,15 @@ def leaf_paths(feature, left, right, cover, node_offsets, masked, max_depth, fil
     on, each leaf's features (``flat_feat``) and their cover-ratio products ``z``
     (``flat_z``).
     """
+    tree_leaf_paths(0, node_offsets.shape[0] - 1, False, feature, left, right, cover, node_offsets, masked,
+                    max_depth, fill, leaf_foff, node_bit, leaf_m, leaf_lw, flat_feat, flat_z)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def tree_leaf_paths(t0, t1, relative, feature, left, right, cover, node_offsets, masked, max_depth, fill,
+                    leaf_foff, node_bit, leaf_m, leaf_lw, flat_feat, flat_z):
+    """:func:`leaf_paths` for the trees ``t0 .. t1 - 1``; with ``relative`` the per-node
+    outputs are indexed by the node's place in its tree (``node - node_offsets[t]``)."""
     D = max_depth + 2
     lv_feat = np.empty((D, D), np.int64)
     lv_z = np.empty((D, D))
@@ -175,15 +187,14 @@ def leaf_paths(feature, left, right, cover, node_offsets, masked, max_depth, fil
     st_node = np.empty(2 * D + 2, np.int64)
     st_lvl = np.empty(2 * D + 2, np.int64)
     st_par = np.empty(2 * D + 2, np.int64)
-    for t in range(node_offsets.shape[0] - 1):
+    for t in range(t0, t1):
+        o0 = node_offsets[t] if relative else 0
         st_node[0] = node_offsets[t]
         st_lvl[0] = 0
         st_par[0] = -1
         sp = 1
         while sp > 0:
-            sp -= 1
-            node = st_node[sp]
-            L = st_lvl[sp]
+            sp, node, L = pop(st_node, st_lvl, sp)
             par = st_par[sp]
             if L == 0:
                 lv_m[0] = 0
@@ -199,7 +210,7 @@ def leaf_paths(feature, left, right, cover, node_offsets, masked, max_depth, fil
                 if masked[f]:
                     lv_lw[L] *= r
                 else:
-                    j = node_bit[par]
+                    j = node_bit[par - o0]
                     if j == mm:
                         lv_feat[L, mm] = f
                         lv_z[L, mm] = r
@@ -209,23 +220,23 @@ def leaf_paths(feature, left, right, cover, node_offsets, masked, max_depth, fil
                 lv_m[L] = mm
             if left[node] < 0:
                 mm = lv_m[L]
-                leaf_m[node] = mm
-                leaf_lw[node] = lv_lw[L]
+                leaf_m[node - o0] = mm
+                leaf_lw[node - o0] = lv_lw[L]
                 if fill:
-                    o = leaf_foff[node]
+                    o = leaf_foff[node - o0]
                     for i in range(mm):
                         flat_feat[o + i] = lv_feat[L, i]
                         flat_z[o + i] = lv_z[L, i]
             else:
                 f = feature[node]
                 if masked[f]:
-                    node_bit[node] = -1
+                    node_bit[node - o0] = -1
                 else:
                     mm = lv_m[L]
                     j = 0
                     while j < mm and lv_feat[L, j] != f:
                         j += 1
-                    node_bit[node] = j
+                    node_bit[node - o0] = j
                 st_node[sp] = right[node]
                 st_lvl[sp] = L + 1
                 st_par[sp] = node
@@ -330,78 +341,11 @@ def build_iv_tables(trees, node_offsets, feature, threshold, left, right, missin
 
     ``counts`` must be zero on the table entries of ``trees``; ``table`` gets
     ``[R0, R1, G] / B`` and ``leaf_lw`` the share of background rows that agree
-    with the leaf on the masked features.
+    with the leaf on the masked features (:func:`._walk_kernels.build_iv_count_tables`, order 1).
     """
-    B = bg.shape[0]
-    inv_b = 1.0 / B
-    D = max_depth + 2
-    st_node = np.empty(2 * D + 2, np.int64)
-    st_t = np.empty(2 * D + 2, np.int64)
-    for ti in range(trees.shape[0]):
-        t = trees[ti]
-        for b in range(B):
-            st_node[0] = node_offsets[t]
-            st_t[0] = 0
-            sp = 1
-            while sp > 0:
-                sp -= 1
-                node = st_node[sp]
-                T = st_t[sp]
-                if left[node] < 0:
-                    counts[leaf_toff[node] + T] += 1.0
-                    continue
-                gl = goes_left(bg[b, feature[node]], node, threshold, missing_left, cat_start, cat_bits)
-                bit = node_bit[node]
-                if bit < 0:
-                    # masked: the background row decides, no player
-                    st_node[sp] = left[node] if gl else right[node]
-                    st_t[sp] = T
-                    sp += 1
-                else:
-                    mask = np.int64(1) << bit
-                    st_node[sp] = left[node]
-                    st_t[sp] = T if gl else T | mask
-                    st_node[sp + 1] = right[node]
-                    st_t[sp + 1] = T | mask if gl else T
-                    sp += 2
-        for node in range(node_offsets[t], node_offsets[t + 1]):
-            if left[node] >= 0:
-                continue
-            m = leaf_m[node]
-            to = leaf_toff[node]
-            full = (1 << m) - 1
-            total = 0.0
-            for Y in range(full + 1):
-                n = counts[to + Y]
-                if n == 0.0:
-                    continue
-                total += n
-                a = 0
-                y = Y
-                while y:
-                    y &= y - 1
-                    a += 1
-                comp = full ^ Y
-                # every T disjoint from Y: the submasks of its complement
-                T = comp
-                while True:
-                    k = 0
-                    u = T
-                    while u:
-                        u &= u - 1
-                        k += 1
-                    table[0, to + T] += n * ctab[a, k]
-                    if k >= 1:
-                        table[1, to + T] += n * ctab[a, k - 1]
-                    table[2, to + T] += n * cptab[a, k]
-                    if T == 0:
-                        break
-                    T = (T - 1) & comp
-            for T in range(full + 1):
-                table[0, to + T] *= inv_b
-                table[1, to + T] *= inv_b
-                table[2, to + T] *= inv_b
-            leaf_lw[node] = total * inv_b
+    build_iv_count_tables(trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
+                          node_bit, leaf_m, leaf_toff, bg, max_depth, np.int64(1), ctab, cptab, ctab, counts, table,
+                          leaf_lw)
 
 
 # --------------------------------------------------------------- row kernel
@@ -431,10 +375,7 @@ def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, mi
     D = max_depth + 2
     buf = np.zeros((D, BLOCK), np.int64)
     xb = np.empty((p, BLOCK))
-    st_node = np.empty(2 * D + 2, np.int64)
-    st_lvl = np.empty(2 * D + 2, np.int64)
-    st_par = np.empty(2 * D + 2, np.int64)
-    st_left = np.empty(2 * D + 2, np.bool_)
+    st_node, st_lvl, st_par, st_left = walk_stack(D)
     acc = np.zeros((n_raw, p, BLOCK))
     pacc = np.zeros((n_raw, BLOCK))
     sv = np.empty(BLOCK)
@@ -444,27 +385,13 @@ def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, mi
     # buf[0] (T at a root) stays 0: nothing writes it
     for b0 in range(0, nr, BLOCK):
         nb = min(BLOCK, nr - b0)
-        # the block's rows feature-major: each node reads one contiguous run
-        for r in range(nb):
-            row = rows[b0 + r]
-            for j in range(p):
-                xb[j, r] = X[row, j]
+        load_block(X, rows, b0, nb, xb)
         acc[:, :, :] = 0.0
         pacc[:, :] = 0.0
         for ti in range(trees.shape[0]):
-            t = trees[ti]
-            col = tree_output[t]
-            single = col >= 0 or n_raw == 1
-            c0 = col if col >= 0 else 0
-            st_node[0] = node_offsets[t]
-            st_lvl[0] = 0
-            st_par[0] = -1
-            st_left[0] = True
-            sp = 1
+            single, c0, sp = tree_root(trees, ti, node_offsets, tree_output, n_raw, st_node, st_lvl, st_par, st_left)
             while sp > 0:
-                sp -= 1
-                node = st_node[sp]
-                L = st_lvl[sp]
+                sp, node, L = pop(st_node, st_lvl, sp)
                 # a pair node folds its own T into the pass that indexes its tables
                 if L > 0 and not (pair[node] and node_bit[st_par[sp]] >= 0):
                     par = st_par[sp]
@@ -544,15 +471,7 @@ def table_rows(X, rows, trees, node_offsets, feature, threshold, left, right, mi
                             a[r] += tp[U | bm] * (ci + (cneg if inb else 0.0))
                     continue
                 if left[node] >= 0:
-                    st_node[sp] = right[node]
-                    st_lvl[sp] = L + 1
-                    st_par[sp] = node
-                    st_left[sp] = False
-                    st_node[sp + 1] = left[node]
-                    st_lvl[sp + 1] = L + 1
-                    st_par[sp + 1] = node
-                    st_left[sp + 1] = True
-                    sp += 2
+                    sp = push_children(st_node, st_lvl, st_par, st_left, sp, node, L, left, right)
                     continue
                 # leaf: m table look-ups per row
                 m = leaf_m[node]
@@ -694,9 +613,7 @@ def textbook_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, rig
             st_mult[0] = 1.0
             sp = 1
             while sp > 0:
-                sp -= 1
-                node = st_node[sp]
-                L = st_lvl[sp]
+                sp, node, L = pop(st_node, st_lvl, sp)
                 pud = st_pud[sp]
                 mult = st_mult[sp]
                 # copy the parent's path (level L-1, entries 0..pud) to level L
@@ -788,115 +705,9 @@ def textbook_iv_rows(X, rows, trees, node_offsets, feature, threshold, left, rig
     feature a player: one branch takes it from x (set A), the other from the
     background row (set B); a feature already assigned keeps its side. A leaf
     reached with |A| = a, |B| = t adds ``v c(a, t)`` to A's features and
-    ``-v c'(a, t)`` to B's (see :func:`shapley_iv_weights`), divided by B.
+    ``-v c'(a, t)`` to B's (see :func:`shapley_iv_weights`), divided by B
+    (:func:`._walk_kernels.iv_pair_walk`, order 1).
     """
-    n_raw = value.shape[1]
-    p = X.shape[1]
-    B = bg.shape[0]
-    inv_b = 1.0 / B
-    D = max_depth + 2
-    S = 2 * D + 2
-    st_node = np.empty(S, np.int64)
-    st_lvl = np.empty(S, np.int64)
-    st_af = np.empty(S, np.int64)
-    st_ak = np.empty(S, np.int64)
-    lvl_f = np.full(D, -1, np.int64)  # feature assigned on entering the node at each level
-    lvl_k = np.zeros(D, np.int64)
-    state = np.zeros(p, np.int64)  # 0 free, 1 from x (A), 2 from background (B)
-    for ri in range(rows.shape[0]):
-        row = rows[ri]
-        for ti in range(trees.shape[0]):
-            t = trees[ti]
-            col = tree_output[t]
-            for b in range(B):
-                cur = -1
-                na = 0
-                nbk = 0
-                st_node[0] = node_offsets[t]
-                st_lvl[0] = 0
-                st_af[0] = -1
-                st_ak[0] = 0
-                sp = 1
-                while sp > 0:
-                    sp -= 1
-                    node = st_node[sp]
-                    L = st_lvl[sp]
-                    # undo the assignments of the levels being left
-                    while cur >= L:
-                        fa = lvl_f[cur]
-                        if fa >= 0:
-                            if lvl_k[cur] == 1:
-                                na -= 1
-                            else:
-                                nbk -= 1
-                            state[fa] = 0
-                        cur -= 1
-                    cur = L
-                    lvl_f[L] = st_af[sp]
-                    lvl_k[L] = st_ak[sp]
-                    if st_af[sp] >= 0:
-                        state[st_af[sp]] = st_ak[sp]
-                        if st_ak[sp] == 1:
-                            na += 1
-                        else:
-                            nbk += 1
-                    if left[node] < 0:
-                        if na + nbk > 0:
-                            wa = ctab[na, nbk] * inv_b
-                            wb = -cptab[na, nbk] * inv_b
-                            for q in range(L + 1):
-                                fa = lvl_f[q]
-                                if fa < 0:
-                                    continue
-                                s = wa if lvl_k[q] == 1 else wb
-                                if col >= 0:
-                                    out[row, fa, col] += s * value[node, col]
-                                else:
-                                    for c in range(n_raw):
-                                        out[row, fa, c] += s * value[node, c]
-                        if nbk == 0:
-                            if col >= 0:
-                                pred[row, col] += inv_b * value[node, col]
-                            else:
-                                for c in range(n_raw):
-                                    pred[row, c] += inv_b * value[node, c]
-                        continue
-                    f = feature[node]
-                    bl = goes_left(bg[b, f], node, threshold, missing_left, cat_start, cat_bits)
-                    bchild = left[node] if bl else right[node]
-                    if masked[f]:
-                        nxt_a = bchild
-                        nxt_b = -1
-                        fa = -1
-                    else:
-                        xl = goes_left(X[row, f], node, threshold, missing_left, cat_start, cat_bits)
-                        xchild = left[node] if xl else right[node]
-                        if xl == bl or state[f] == 1:
-                            nxt_a = xchild
-                            nxt_b = -1
-                            fa = -1
-                        elif state[f] == 2:
-                            nxt_a = bchild
-                            nxt_b = -1
-                            fa = -1
-                        else:
-                            nxt_a = xchild
-                            nxt_b = bchild
-                            fa = f
-                    st_node[sp] = nxt_a
-                    st_lvl[sp] = L + 1
-                    st_af[sp] = fa
-                    st_ak[sp] = 1
-                    sp += 1
-                    if nxt_b >= 0:
-                        st_node[sp] = nxt_b
-                        st_lvl[sp] = L + 1
-                        st_af[sp] = fa
-                        st_ak[sp] = 2
-                        sp += 1
-                # leave the state clean for the next pair
-                while cur >= 0:
-                    fa = lvl_f[cur]
-                    if fa >= 0:
-                        state[fa] = 0
-                    cur -= 1
+    iv_pair_walk(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
+                 masked, bg, value, tree_output, max_depth, np.int64(1), ctab, cptab, ctab, out, pred,
+                 np.zeros((1, 1, 1, 1)))
