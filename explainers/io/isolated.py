@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import tempfile
 
 from .. import errors, limits
+from .._child import CPU_SIGNALS, child_env, set_limits, signal_name
 
 __all__ = ["load_model_isolated", "load_data_isolated"]
 
@@ -48,19 +48,14 @@ def _vm_size() -> int:
 
 
 def _confine(cpu: int, memory: int) -> None:
-    """In the child, once the readers are imported: the CPU and memory budget, and no core file."""
+    """In the child, once the readers are imported: ``cpu`` more CPU seconds, ``memory`` more
+    bytes of address space, and no core file."""
     try:
         import resource
     except ImportError:  # pragma: no cover - not a POSIX system: the wall-clock limit still holds
         return
     used = resource.getrusage(resource.RUSAGE_SELF)
-    spent = int(used.ru_utime + used.ru_stime) + 1
-    for what, value in ((resource.RLIMIT_CPU, spent + cpu), (resource.RLIMIT_AS, _vm_size() + memory),
-                        (resource.RLIMIT_CORE, 0)):
-        try:
-            resource.setrlimit(what, (value, value))
-        except (ValueError, OSError):  # pragma: no cover - a hard limit below ours already holds
-            pass
+    set_limits(int(used.ru_utime + used.ru_stime) + 1 + cpu, _vm_size() + memory)
 
 
 def _child(folder: str, cpu: str, memory: str) -> None:
@@ -125,10 +120,8 @@ def load_data_isolated(data: bytes, model=None, target: str | None = None, filen
 def _run(what: str, module: str, name: str, data: bytes, kwargs: dict):
     """``module.name(data, **kwargs)`` in a child Python within the parse budget."""
     cpu, memory = limits.limit("parse_seconds"), limits.limit("parse_bytes")
-    env = {k: v for k, v in os.environ.items()
-           if k.startswith("GLASSBOX_") or k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
-    env["PYTHONPATH"] = os.pathsep.join([_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-    env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = "1"
+    env = child_env(PYTHONPATH=os.pathsep.join(
+        [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     wall = 2 * cpu + 60
     with tempfile.TemporaryDirectory(prefix="glassbox-read-") as tmp:
         with open(os.path.join(tmp, "file"), "wb") as fh:
@@ -175,10 +168,9 @@ def _why(out, exitcode, cpu: int, memory: int, memory_out: bool, said: list) -> 
     if out is not None and out[0] == "wall":
         return f"did not finish in {out[1]:.0f} s, so it was stopped"
     sig = -exitcode if exitcode is not None and exitcode < 0 else None
-    if sig in (signal.SIGXCPU, signal.SIGKILL):
+    if sig in CPU_SIGNALS:
         return (f"was stopped after {limits.fmt('parse_seconds', cpu)} CPU seconds, the limit for one upload (the "
                 "operator can raise it with the environment variable GLASSBOX_MAX_PARSE_SECONDS)")
     if sig is not None:
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}"
-        return f"crashed its reader ({name}): the file is damaged or was made to crash a reader"
+        return f"crashed its reader ({signal_name(sig)}): the file is damaged or was made to crash a reader"
     return f"stopped without an answer (exit status {exitcode}{f': {said[-1][:300]}' if said else ''})"

@@ -42,6 +42,7 @@ import tempfile
 import numpy as np
 
 from .. import limits
+from .._child import CPU_SIGNALS, child_env, set_limits, signal_name
 from ..errors import InvalidModelError
 from .ensemble import RULE_CATEGORICAL, RULE_OTHER_LEFT, assemble, check_structure, rule_record
 from .native import NativeTreeModel, file_bytes, native_model
@@ -639,19 +640,9 @@ def _convert_in_a_process(src: str, dst: str, tmp: str) -> None:
     out_bytes = limits.limit("model_bytes")
 
     def confine():  # in the child, before catboost starts
-        try:
-            import resource
-        except ImportError:  # pragma: no cover - not a POSIX system: the timeout still holds
-            return
-        for what, value in ((resource.RLIMIT_CPU, cpu), (resource.RLIMIT_AS, memory),
-                            (resource.RLIMIT_FSIZE, out_bytes), (resource.RLIMIT_CORE, 0)):
-            try:
-                resource.setrlimit(what, (value, value))
-            except (ValueError, OSError):  # pragma: no cover - a hard limit below ours already holds
-                pass
+        set_limits(cpu, memory, file_bytes=out_bytes)
 
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH")}
-    env["OMP_NUM_THREADS"] = "1"
+    env = child_env()
     try:
         proc = subprocess.run([sys.executable, "-c", _CONVERT, src, dst], cwd=tmp, env=env,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -664,8 +655,8 @@ def _convert_in_a_process(src: str, dst: str, tmp: str) -> None:
     said = proc.stderr.decode("utf-8", "replace").strip()[-300:]
     if proc.returncode < 0:
         sig = -proc.returncode
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}"
-        if sig in (signal.SIGXCPU, getattr(signal, "SIGKILL", 9)):
+        name = signal_name(sig)
+        if sig in CPU_SIGNALS:
             why = (f"it used up its {limits.fmt('convert_seconds', cpu)} CPU seconds ({name}; the operator can "
                    "raise this with the environment variable GLASSBOX_MAX_CONVERT_SECONDS)")
         elif sig == getattr(signal, "SIGXFSZ", -1):
