@@ -252,29 +252,34 @@ def test_nan_cells_default_auto():
 
 @pytest.mark.parametrize("mode", ["path_dependent", "interventional"])
 def test_textbook_fallback_equals_tables(mode):
-    """max_table_mb=0 sends every tree through the textbook recursion."""
+    """max_table_mb=0 sends every tree past the tables: to the linear walk (path-dependent)
+    or the textbook recursion (interventional); algorithm= forces each way."""
     model, X = _fit("rf_reg", 8, True)
     bg = _data(False, 30, seed=2)[0] if mode == "interventional" else None
     rows = X[:30]
     mask = np.zeros((30, P), bool)
-    mask[:20, 2] = True  # 20 rows: pattern tables; 10 rows: recursion
-    fast = TreeShap(model, bg, mode=mode).explain(rows, mask, nan_is_missing=False)
+    mask[:20, 2] = True  # 20 rows: pattern tables; 10 rows: no tables
+    fast = TreeShap(model, bg, mode=mode, algorithm="tables").explain(rows, mask, nan_is_missing=False)
     slow = TreeShap(model, bg, mode=mode, max_table_mb=0).explain(rows, mask, nan_is_missing=False)
-    assert fast.params["trees_with_tables"] == 4 and slow.params["trees_textbook"] == 4
-    np.testing.assert_allclose(fast.values, slow.values, atol=1e-12)
-    np.testing.assert_allclose(fast.predictions, slow.predictions, atol=1e-12)
+    text = TreeShap(model, bg, mode=mode, algorithm="textbook").explain(rows, mask, nan_is_missing=False)
+    walked = "trees_linear" if mode == "path_dependent" else "trees_textbook"
+    assert fast.params["trees_with_tables"] == 4 and slow.params[walked] == 4
+    assert text.params["trees_textbook"] == 4 and text.params["trees_with_tables"] == 0
+    for other in (slow, text):
+        np.testing.assert_allclose(fast.values, other.values, atol=1e-12)
+        np.testing.assert_allclose(fast.predictions, other.predictions, atol=1e-12)
 
 
 def test_per_tree_fallback(monkeypatch):
-    """Trees whose paths hold too many features take the recursion, the rest tables."""
+    """Trees whose paths hold too many features take the linear walk, the rest tables."""
     import explainers.shap.tree as tree_mod
 
     model, X = _fit("rf_reg", 6, False)
-    ref = TreeShap(model).explain(X[:20])
-    assert ref.params["trees_textbook"] == 0
+    ref = TreeShap(model, algorithm="tables").explain(X[:20])
+    assert ref.params["trees_linear"] == 0 and ref.params["trees_textbook"] == 0
     monkeypatch.setattr(tree_mod, "MAX_TABLE_BITS", 4)
-    mixed = TreeShap(model).explain(X[:20])
-    assert mixed.params["trees_textbook"] > 0
+    mixed = TreeShap(model, algorithm="tables").explain(X[:20])
+    assert 0 < mixed.params["trees_linear"] < mixed.params["n_trees"]
     np.testing.assert_allclose(mixed.values, ref.values, atol=1e-12)
     np.testing.assert_allclose(mixed.predictions, ref.predictions, atol=1e-12)
 

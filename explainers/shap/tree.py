@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -32,6 +32,7 @@ from ..trees.library import native_form
 from ..trees.inputs import tree_inputs
 from ..errors import InvalidModelError, OutOfReachError, param_error
 from ..model import ModelAdapter
+from . import _linear_kernels as LK
 from . import _tree_kernels as K
 from ._common import (
     resolve_nan_is_missing,
@@ -50,9 +51,23 @@ from ._common import (
 )
 from .result import ShapResult
 
-__all__ = ["TreeShap", "MODES"]
+__all__ = ["TreeShap", "MODES", "ALGORITHMS", "pd_tree_work"]
 
 MODES = ("path_dependent", "interventional")
+#: how trees are walked: the cost model's choice per tree, leaf tables wherever they
+#: fit, the linear walk everywhere (path-dependent), or the textbook recursion
+ALGORITHMS = ("auto", "tables", "linear", "textbook")
+#: cost of one leaf-table look-up (a random read) in steps of the linear walk (one
+#: node, one quadrature point, one row): at least this, and TABLE_LOOKUP_SLOPE * m - 0.3
+#: for a table over m features (bigger tables miss the cache); measured by
+#: benchmarks/treeshap_depth.py --calibrate
+TABLE_LOOKUP_STEPS = 1.5
+TABLE_LOOKUP_SLOPE = 0.45
+#: cost of building one table entry, in the same steps
+TABLE_BUILD_STEPS = 14.0
+#: a cached plan is rebuilt for a call with this many times the rows it was costed for
+#: (tables that did not pay for a few rows may pay for many)
+REPLAN_ROWS_FACTOR = 8
 #: most distinct features on one leaf's path for which a leaf table is built
 MAX_TABLE_BITS = 14
 #: largest table of one tree, in entries (8 bytes each, per table column)
@@ -83,10 +98,48 @@ class _Plan:
     leaf_lw: np.ndarray
     table: np.ndarray  # (n_columns, n_entries): K, or R0 R1 G
     pair: np.ndarray  # (n_nodes,) uint8: parents whose two leaves share merged tables
+    # path-dependent trees done by the linear walk, their quadrature points and the
+    # Gauss-Legendre rules (see _linear_kernels.gauss_points)
+    linear_trees: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    tree_points: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    gl_t: np.ndarray = field(default_factory=lambda: np.zeros((1, 1)))
+    gl_w: np.ndarray = field(default_factory=lambda: np.zeros((1, 1)))
+    n_rows: int = 0  # rows the cost model weighed the tables' build against
 
     @property
     def nbytes(self) -> int:
         return int(self.table.nbytes)
+
+
+def pd_tree_work(nodes: dict, leaf_m: np.ndarray, pair: np.ndarray, n_raw: int):
+    """``(table_rows, table_build, linear_rows)`` per tree, in steps of the linear walk:
+    the cost model that gives a path-dependent tree leaf tables or the linear walk.
+
+    Tables: a look-up per path feature per leaf and row (one per merged sibling
+    pair), whose cost grows with the table's size (cache misses: ``s(m)`` steps),
+    plus the walk; building them, once, ``TABLE_BUILD_STEPS`` per entry. Linear:
+    per node and row, the quadrature points plus the point ``t = 1``, once down
+    and once up per output column. Steps calibrated by benchmarks/treeshap_depth.py.
+    """
+    left = nodes["left"]
+    starts = nodes["node_offsets"][:-1]
+    is_leaf = left < 0
+    m = np.where(is_leaf, np.maximum(leaf_m, 1), 0).astype(np.float64)
+    entries = np.where(is_leaf, 2.0 ** np.minimum(np.maximum(leaf_m, 0), 40), 0.0)
+    right_of_pair = nodes["right"][np.flatnonzero(pair)]
+    m[right_of_pair] = 0.0  # a merged pair: the left leaf's look-ups serve both
+    entries[nodes["left"][np.flatnonzero(pair)]] *= 2.0
+    entries[right_of_pair] *= 2.0
+    lookup = m * np.maximum(TABLE_LOOKUP_STEPS, TABLE_LOOKUP_SLOPE * m - 0.3)
+    max_m = np.maximum.reduceat(np.where(is_leaf, leaf_m, 0), starts)
+    n_nodes = np.diff(nodes["node_offsets"]).astype(np.float64)
+    single = nodes["tree_output"] >= 0
+    outputs = np.where(single | (n_raw == 1), 1.0, float(n_raw))
+    table_rows = np.add.reduceat(lookup, starts) * outputs + n_nodes
+    table_build = TABLE_BUILD_STEPS * np.add.reduceat(entries, starts)
+    points = np.maximum(1, -(-max_m // 2)) + 1.0
+    linear_rows = n_nodes * points * (1.0 + outputs)
+    return table_rows, table_build, linear_rows
 
 
 def _n_jobs(n_jobs: int | None) -> int:
@@ -135,7 +188,16 @@ class TreeShap:
     max_table_mb : float, default=64
         Memory for the leaf tables of one missing pattern. Trees beyond it (and
         trees whose paths hold more than 14 distinct features) use the
-        textbook recursion, which is exact too, just slower.
+        linear walk (path-dependent) or the textbook recursion (interventional),
+        which are exact too.
+    algorithm : {"auto", "tables", "linear", "textbook"}, default="auto"
+        How the trees are walked. ``"auto"``: per tree, leaf tables or the
+        linear walk (:mod:`explainers.shap._linear_kernels`: cost linear in
+        depth), whichever the cost model (:func:`pd_tree_work`) finds cheaper;
+        interventional trees take tables where they fit. ``"tables"``: tables
+        wherever they fit. ``"linear"``: the linear walk for every tree
+        (path-dependent only). ``"textbook"``: the recursion of Lundberg et al.
+        for every tree. All give the same values to rounding.
 
     Attributes
     ----------
@@ -175,9 +237,16 @@ class TreeShap:
         feature_names: Sequence[str] | None = None,
         n_jobs: int | None = None,
         max_table_mb: float = 64.0,
+        algorithm: str = "auto",
     ):
         if mode not in MODES:
             raise param_error("mode", "TreeShap", f"one of {list(MODES)}", mode)
+        if algorithm not in ALGORITHMS:
+            raise param_error("algorithm", "TreeShap", f"one of {list(ALGORITHMS)}", algorithm)
+        if algorithm == "linear" and mode == "interventional":
+            raise param_error("algorithm", "TreeShap in mode='interventional'",
+                              "'auto', 'tables' or 'textbook' (the linear walk plays the path-dependent game)",
+                              algorithm)
         if n_jobs is not None:
             check_int(n_jobs, "n_jobs", "TreeShap", 1)
         number = isinstance(max_table_mb, (int, float)) and not isinstance(max_table_mb, bool)
@@ -219,6 +288,7 @@ class TreeShap:
         self.background = background
         self.n_jobs = _n_jobs(n_jobs)
         self.max_table_mb = float(max_table_mb)
+        self.algorithm = algorithm
         # contiguous int64 / float64 copies, so every kernel compiles for one signature
         self._nodes = dict(
             feature=np.ascontiguousarray(ens.feature, np.int64),
@@ -234,6 +304,8 @@ class TreeShap:
             tree_output=np.ascontiguousarray(ens.tree_output, np.int64),
         )
         self._n_leaves = int((ens.left < 0).sum())
+        self._tree_of_node = np.repeat(np.arange(ens.n_trees), np.diff(ens.node_offsets))
+        self._leaves_per_tree = np.bincount(self._tree_of_node[ens.left < 0], minlength=ens.n_trees)
         self._plans: dict[bytes, _Plan] = {}  # missing pattern -> tables (this background)
         self._bg_key = None
 
@@ -279,50 +351,25 @@ class TreeShap:
     def _budget_entries(self, ncols: int) -> int:
         return int(self.max_table_mb * 2**20 / 8 / ncols)
 
-    def _build_plan(self, masked: np.ndarray, bg: np.ndarray | None, use_tables: bool) -> _Plan:
-        """Leaf tables for one missing pattern (``masked``), or a textbook-only plan."""
+    def _build_plan(self, masked: np.ndarray, bg: np.ndarray | None, use_tables: bool, n_rows: int) -> _Plan:
+        """Leaf tables for one missing pattern (``masked``) on the trees the cost model
+        gives them; the other trees go to the linear walk (path-dependent) or the
+        textbook recursion (interventional, or ``algorithm="textbook"``)."""
         nd = self._nodes
         ens = self.ensemble
-        n_nodes, n_trees = ens.n_nodes, ens.n_trees
+        n_trees = ens.n_trees
         iv = self.mode == "interventional"
         ncols = 3 if iv else 1
-        all_trees = np.arange(n_trees, dtype=np.int64)
         i64 = lambda n: np.zeros(n, np.int64)  # noqa: E731
-        if not use_tables:
-            return _Plan(masked, i64(0), all_trees, i64(1), i64(1), i64(1), i64(1),
-                         np.zeros(1), i64(1), np.zeros(1), np.zeros((ncols, 1)),
-                         np.zeros(1, np.uint8))
+        if not use_tables or self.algorithm in ("linear", "textbook"):
+            plan = _Plan(masked, i64(0), i64(0), i64(1), i64(1), i64(1), i64(1), np.zeros(1), i64(1),
+                         np.zeros(1), np.zeros((ncols, 1)), np.zeros(1, np.uint8))
+            return self._with_walks(plan, np.arange(n_trees, dtype=np.int64), self._leaf_counts(masked))
         node_bit, leaf_m, leaf_lw, leaf_foff, flat_feat, flat_z = self._leaf_paths(masked)
         is_leaf = nd["left"] < 0
-        m_leaf = np.where(is_leaf, leaf_m, 0)
-        starts = nd["node_offsets"][:-1]
-        tree_of_node = np.repeat(np.arange(n_trees), np.diff(nd["node_offsets"]))
-        max_m = np.maximum.reduceat(m_leaf, starts)
-        # (capped: such leaves fail MAX_TABLE_BITS anyway, and 2**m must not overflow)
-        entries = np.where(is_leaf, np.left_shift(1, np.minimum(m_leaf, 40)), 0)
-        # path-dependent sibling leaves of a single-output tree share merged
-        # tables (half the look-ups per row, twice the entries); see merge_pd_pairs
-        lc, rc = nd["left"], nd["right"]
-        parents = np.zeros(n_nodes, bool)
-        if not iv:
-            single_tree = (nd["tree_output"] >= 0) | (ens.n_raw == 1)
-            parents = ~is_leaf & (node_bit >= 0) & single_tree[tree_of_node]
-            parents[parents] &= is_leaf[lc[parents]] & is_leaf[rc[parents]]
-            entries[lc[parents]] *= 2
-            entries[rc[parents]] *= 2
-        tree_entries = np.add.reduceat(entries, starts)
-        ok = (max_m <= MAX_TABLE_BITS) & (tree_entries <= MAX_TREE_TABLE_ENTRIES)
-        if not iv:
-            # a zero cover ratio would need a division by zero in the table formula
-            zero_leaf = np.zeros(n_nodes, bool)
-            zero_leaf[np.repeat(np.arange(n_nodes), m_leaf)[flat_z == 0]] = True
-            ok &= ~np.logical_or.reduceat(zero_leaf, starts)
-        # the tables fill the memory budget in tree order; later trees fall back
-        used = np.cumsum(np.where(ok, tree_entries, 0))
-        ok &= used <= self._budget_entries(ncols)
+        tree_of_node = self._tree_of_node
+        ok, entries, parents = self._table_choice(leaf_m, node_bit, flat_z, ncols, n_rows)
         table_trees = np.flatnonzero(ok).astype(np.int64)
-        text_trees = np.flatnonzero(~ok).astype(np.int64)
-
         in_table = is_leaf & ok[tree_of_node]
         sizes = np.where(in_table, entries, 0)
         leaf_toff = np.cumsum(sizes) - sizes
@@ -331,7 +378,7 @@ class TreeShap:
         leaves = np.flatnonzero(in_table).astype(np.int64)
         flat_coef = np.zeros(len(flat_z))
         if len(leaves):
-            bits = int(min(MAX_TABLE_BITS, max(1, m_leaf[leaves].max())))
+            bits = int(min(MAX_TABLE_BITS, max(1, leaf_m[leaves].max())))
             if iv:
                 c, cp = K.shapley_iv_weights(bits)
                 counts = np.zeros(table.shape[1])
@@ -366,10 +413,76 @@ class TreeShap:
             leaf_lw[leaves] *= v0
         parents &= ok[tree_of_node]
         if parents.any():
-            K.merge_pd_pairs(np.flatnonzero(parents).astype(np.int64), lc, rc, node_bit, leaf_m,
-                             leaf_foff, flat_coef, leaf_toff, table)
-        return _Plan(masked, table_trees, text_trees, node_bit, leaf_m, leaf_foff, flat_feat,
+            K.merge_pd_pairs(np.flatnonzero(parents).astype(np.int64), nd["left"], nd["right"], node_bit,
+                             leaf_m, leaf_foff, flat_coef, leaf_toff, table)
+        plan = _Plan(masked, table_trees, i64(0), node_bit, leaf_m, leaf_foff, flat_feat,
                      flat_coef, leaf_toff, leaf_lw, table, parents.astype(np.uint8))
+        plan.n_rows = n_rows
+        return self._with_walks(plan, np.flatnonzero(~ok).astype(np.int64), leaf_m)
+
+    def _table_choice(self, leaf_m: np.ndarray, node_bit: np.ndarray, flat_z: np.ndarray, ncols: int,
+                      n_rows: int):
+        """``(ok, entries, parents)``: which trees get leaf tables (within the limits, the
+        memory budget, and, path-dependent, where the cost model finds them cheaper than
+        the linear walk), each leaf's table entries, and the parents of merged leaf pairs."""
+        nd = self._nodes
+        ens = self.ensemble
+        iv = self.mode == "interventional"
+        is_leaf = nd["left"] < 0
+        m_leaf = np.where(is_leaf, leaf_m, 0)
+        starts = nd["node_offsets"][:-1]
+        tree_of_node = self._tree_of_node
+        max_m = np.maximum.reduceat(m_leaf, starts)
+        # (capped: such leaves fail MAX_TABLE_BITS anyway, and 2**m must not overflow)
+        entries = np.where(is_leaf, np.left_shift(1, np.minimum(m_leaf, 40)), 0)
+        # path-dependent sibling leaves of a single-output tree share merged
+        # tables (half the look-ups per row, twice the entries); see merge_pd_pairs
+        lc, rc = nd["left"], nd["right"]
+        parents = np.zeros(ens.n_nodes, bool)
+        if not iv:
+            single_tree = (nd["tree_output"] >= 0) | (ens.n_raw == 1)
+            parents = ~is_leaf & (node_bit >= 0) & single_tree[tree_of_node]
+            parents[parents] &= is_leaf[lc[parents]] & is_leaf[rc[parents]]
+            entries[lc[parents]] *= 2
+            entries[rc[parents]] *= 2
+        tree_entries = np.add.reduceat(entries, starts)
+        ok = (max_m <= MAX_TABLE_BITS) & (tree_entries <= MAX_TREE_TABLE_ENTRIES)
+        if not iv:
+            # a zero cover ratio would need a division by zero in the table formula
+            zero_leaf = np.zeros(ens.n_nodes, bool)
+            zero_leaf[np.repeat(np.arange(ens.n_nodes), m_leaf)[flat_z == 0]] = True
+            ok &= ~np.logical_or.reduceat(zero_leaf, starts)
+            if self.algorithm == "auto":
+                table_rows, table_build, linear_rows = pd_tree_work(nd, leaf_m, parents, ens.n_raw)
+                ok &= table_build / max(n_rows, 1) + table_rows <= linear_rows
+        # the tables fill the memory budget in tree order; later trees fall back
+        used = np.cumsum(np.where(ok, tree_entries, 0))
+        ok &= used <= self._budget_entries(ncols)
+        return ok, entries, parents
+
+    def _with_walks(self, plan: _Plan, trees: np.ndarray, leaf_m: np.ndarray) -> _Plan:
+        """``plan`` with ``trees`` (those without tables) given to the linear walk, or, in
+        interventional mode and with ``algorithm="textbook"``, to the textbook recursion."""
+        if self.mode == "interventional" or self.algorithm == "textbook":
+            plan.text_trees = trees
+            return plan
+        m_leaf = np.where(self._nodes["left"] < 0, leaf_m, 0)
+        max_m = np.maximum.reduceat(m_leaf, self._nodes["node_offsets"][:-1])
+        points = np.array([LK.points_for(m) for m in max_m[trees]], np.int64)
+        plan.linear_trees = trees
+        plan.tree_points = points
+        plan.gl_t, plan.gl_w = LK.gauss_points(int(points.max(initial=1)))
+        return plan
+
+    def _leaf_counts(self, masked: np.ndarray) -> np.ndarray:
+        """Each leaf's number of distinct unmasked path features (-1 at internal nodes)."""
+        nd = self._nodes
+        n_nodes = self.ensemble.n_nodes
+        leaf_m = np.full(n_nodes, -1, np.int64)
+        K.leaf_paths(nd["feature"], nd["left"], nd["right"], nd["cover"], nd["node_offsets"], masked,
+                     int(self.ensemble.max_depth), False, np.zeros(n_nodes, np.int64),
+                     np.full(n_nodes, -1, np.int64), leaf_m, np.ones(n_nodes), np.zeros(0, np.int64), np.zeros(0))
+        return leaf_m
 
     def _leaf_paths(self, masked: np.ndarray):
         """Each leaf's path features: (node_bit, leaf_m, leaf_lw, leaf_foff, flat_feat, flat_z),
@@ -393,11 +506,14 @@ class TreeShap:
     def _plan_for(self, masked: np.ndarray, n_rows: int, bg: np.ndarray | None) -> _Plan:
         if not masked.any():
             key = masked.tobytes()
-            if key not in self._plans:
-                self._plans[key] = self._build_plan(masked, bg, True)
+            plan = self._plans.get(key)
+            replan = (plan is not None and self.algorithm == "auto" and len(plan.linear_trees) > 0
+                      and n_rows >= REPLAN_ROWS_FACTOR * max(plan.n_rows, 1))
+            if plan is None or replan:
+                self._plans[key] = self._build_plan(masked, bg, True, n_rows)
             return self._plans[key]
         # rare patterns: building tables would cost more than the rows they serve
-        return self._build_plan(masked, bg, n_rows >= MIN_PATTERN_ROWS)
+        return self._build_plan(masked, bg, n_rows >= MIN_PATTERN_ROWS, n_rows)
 
     # ------------------------------------------------------------------- runs
     def _map(self, fn, items, work: float = float("inf")) -> None:
@@ -410,45 +526,73 @@ class TreeShap:
                 pass
 
     def _run_rows(self, plan: _Plan, X: np.ndarray, rows: np.ndarray, bg, out, pred, tick) -> None:
+        """Every tree's contributions to ``X[rows]`` into ``out`` and ``pred``: threads split
+        the rows, or, when the rows are too few to go round, the trees (each thread then
+        adds into arrays of its own, summed at the end)."""
+        per = max(K.BLOCK, min(CHUNK_ROWS, -(-len(rows) // self.n_jobs)))
+        chunks = [rows[s : s + per] for s in range(0, len(rows), per)]
+        # rough cost: every row visits every leaf (the walks cost more per leaf)
+        leaves = self._n_leaves * (1 if not len(plan.text_trees) else 8)
+        if len(plan.linear_trees):
+            leaves += int(self._leaves_per_tree[plan.linear_trees] @ (plan.tree_points + 1))
+        if self.n_jobs == 1 or len(rows) * leaves < MIN_PARALLEL_WORK:
+            for ch in chunks:
+                tick(self._walk(plan, X, ch, bg, out, pred, plan))
+            return
+        if len(chunks) >= self.n_jobs:
+            with ThreadPoolExecutor(max_workers=self.n_jobs) as pool:
+                for done in pool.map(lambda ch: self._walk(plan, X, ch, bg, out, pred, plan), chunks):
+                    tick(done)
+            return
+        Xr = np.ascontiguousarray(X[rows])
+        local = np.arange(len(rows), dtype=np.int64)
+        parts = [self._tree_part(plan, j, self.n_jobs) for j in range(self.n_jobs)]
+        sums = [(np.zeros((len(rows),) + out.shape[1:]), np.zeros((len(rows),) + pred.shape[1:])) for _ in parts]
+        with ThreadPoolExecutor(max_workers=self.n_jobs) as pool:
+            list(pool.map(lambda j: self._walk(plan, Xr, local, bg, sums[j][0], sums[j][1], parts[j]),
+                          range(len(parts))))
+        for o, pr in sums:
+            out[rows] += o
+            pred[rows] += pr
+        tick(len(rows))
+
+    @staticmethod
+    def _tree_part(plan: _Plan, j: int, k: int) -> _Plan:
+        """The ``j``-th of ``k`` interleaved shares of ``plan``'s trees (tables unchanged)."""
+        c = np.ascontiguousarray  # (strided arrays would compile the kernels once more)
+        return replace(plan, table_trees=c(plan.table_trees[j::k]), text_trees=c(plan.text_trees[j::k]),
+                       linear_trees=c(plan.linear_trees[j::k]), tree_points=c(plan.tree_points[j::k]))
+
+    def _walk(self, plan: _Plan, X, chunk, bg, out, pred, trees: _Plan) -> int:
+        """The rows ``chunk`` through the trees of ``trees`` (a share of ``plan``'s)."""
         nd = self._nodes
         md = int(self.ensemble.max_depth)
         iv = self.mode == "interventional"
-        c = cp = None
-        if iv and len(plan.text_trees):
+        if len(trees.table_trees):
+            K.table_rows(
+                X, chunk, trees.table_trees, nd["node_offsets"], nd["feature"],
+                nd["threshold"], nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"],
+                plan.node_bit, plan.leaf_m, plan.leaf_foff, plan.flat_feat, plan.flat_coef, plan.leaf_toff,
+                plan.leaf_lw, plan.table[0], plan.table[min(1, len(plan.table) - 1)],
+                plan.table[-1], iv, plan.pair, nd["value"], nd["tree_output"], md, out, pred)
+        if len(trees.linear_trees):
+            LK.linear_pd_rows(
+                X, chunk, trees.linear_trees, nd["node_offsets"], nd["feature"], nd["threshold"],
+                nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"], nd["cover"],
+                plan.masked, nd["value"], nd["tree_output"], md, trees.tree_points, plan.gl_t, plan.gl_w,
+                out, pred)
+        if len(trees.text_trees) and iv:
             c, cp = K.shapley_iv_weights(md + 1)
-
-        def work(chunk):
-            if len(plan.table_trees):
-                K.table_rows(
-                    X, chunk, plan.table_trees, nd["node_offsets"], nd["feature"],
-                    nd["threshold"], nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"], plan.node_bit,
-                    plan.leaf_m, plan.leaf_foff, plan.flat_feat, plan.flat_coef, plan.leaf_toff,
-                    plan.leaf_lw, plan.table[0], plan.table[min(1, len(plan.table) - 1)],
-                    plan.table[-1], iv, plan.pair, nd["value"], nd["tree_output"], md, out, pred)
-            if len(plan.text_trees):
-                if iv:
-                    K.textbook_iv_rows(
-                        X, chunk, plan.text_trees, nd["node_offsets"], nd["feature"],
-                        nd["threshold"], nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"],
-                        plan.masked, bg, nd["value"], nd["tree_output"], md, c, cp, out, pred)
-                else:
-                    K.textbook_pd_rows(
-                        X, chunk, plan.text_trees, nd["node_offsets"], nd["feature"],
-                        nd["threshold"], nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"],
-                        nd["cover"], plan.masked, nd["value"], nd["tree_output"], md, out, pred)
-            return len(chunk)
-
-        per = max(K.BLOCK, min(CHUNK_ROWS, -(-len(rows) // self.n_jobs)))
-        chunks = [rows[s : s + per] for s in range(0, len(rows), per)]
-        # rough cost: every row visits every leaf (the textbook trees cost more)
-        leaves = self._n_leaves * (1 if not len(plan.text_trees) else 8)
-        if self.n_jobs == 1 or len(chunks) == 1 or len(rows) * leaves < MIN_PARALLEL_WORK:
-            for ch in chunks:
-                tick(work(ch))
-            return
-        with ThreadPoolExecutor(max_workers=self.n_jobs) as pool:
-            for done in pool.map(work, chunks):
-                tick(done)
+            K.textbook_iv_rows(
+                X, chunk, trees.text_trees, nd["node_offsets"], nd["feature"],
+                nd["threshold"], nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"],
+                plan.masked, bg, nd["value"], nd["tree_output"], md, c, cp, out, pred)
+        elif len(trees.text_trees):
+            K.textbook_pd_rows(
+                X, chunk, trees.text_trees, nd["node_offsets"], nd["feature"],
+                nd["threshold"], nd["left"], nd["right"], nd["missing_left"], nd["cat_start"], nd["cat_bits"],
+                nd["cover"], plan.masked, nd["value"], nd["tree_output"], md, out, pred)
+        return len(chunk)
 
     def _expected_value_pd(self) -> np.ndarray:
         """Cover-weighted mean of the raw output: each leaf weighs cover / root cover."""
@@ -574,7 +718,7 @@ class TreeShap:
         n, p = Xp.shape
         out = np.zeros((n, p, ens.n_raw))
         pred = np.zeros((n, ens.n_raw))
-        n_table = n_text = 0
+        n_table = n_text = n_linear = 0
         groups = pattern_groups(mask) if mask.any() else [(np.arange(p), np.arange(n))]
         for present, rows in groups:
             masked = np.ones(p, dtype=bool)
@@ -582,11 +726,13 @@ class TreeShap:
             plan = self._plan_for(masked, len(rows), bg)
             n_table = max(n_table, len(plan.table_trees))
             n_text = max(n_text, len(plan.text_trees))
+            n_linear = max(n_linear, len(plan.linear_trees))
             self._run_rows(plan, Xp, rows.astype(np.int64), bg, out, pred, tick)
         params.update(
             n_trees=ens.n_trees,
             trees_with_tables=int(n_table),
             trees_textbook=int(n_text),
+            trees_linear=int(n_linear),
             table_mb=round(sum(pl.nbytes for pl in self._plans.values()) / 2**20, 3),
         )
         return ens.scale * out, ens.base[None, :] + ens.scale * pred
