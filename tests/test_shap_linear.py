@@ -225,3 +225,70 @@ def test_algorithm_errors():
         TreeShap(model, algorithm="fast")
     with pytest.raises(InvalidParameterError, match="path-dependent"):
         TreeShap(model, X[:20], mode="interventional", algorithm="linear")
+
+
+# --------------------------------------------------------------- interactions
+def _pd_interaction_index(ens, xw, players):
+    """Half the Shapley interaction index of each pair, off the diagonal, from the
+    path-dependent game's definition (tests/_tree_oracles.pd_value)."""
+    from itertools import combinations, permutations
+    from math import factorial
+
+    from ._tree_oracles import pd_value
+
+    cache = {}
+
+    def v(S):
+        if S not in cache:
+            cache[S] = pd_value(ens, xw, S)
+        return cache[S]
+
+    M = len(players)
+    out = np.zeros((xw.shape[0], xw.shape[0]) + ens.base.shape)
+    for i, j in permutations(players, 2):
+        others = [q for q in players if q not in (i, j)]
+        for s in range(M - 1):
+            w = factorial(s) * factorial(M - s - 2) / factorial(M - 1) / 2
+            for S in combinations(others, s):
+                S = frozenset(S)
+                out[i, j] += w * (v(S | {i, j}) - v(S | {i}) - v(S | {j}) + v(S))
+    return out
+
+
+def test_deep_interactions_equal_definition_with_masks(monkeypatch):
+    """Interaction values by the linear walk (trees past the tables) on a tree over 20
+    levels deep equal the definition; rows still sum to the SHAP values."""
+    import explainers.shap.interactions as inter_mod
+
+    monkeypatch.setattr(inter_mod, "MAX_TABLE_BITS", 1)  # no tables: the walk
+    model, X = _zigzag_tree()
+    ens = flatten_model(model)
+    rows = np.vstack([X[:3], [[np.nan, 0.3, np.nan, -1.0, 2.0]]])
+    missing = np.zeros(rows.shape, bool)
+    missing[1, 3] = True
+    res = TreeShap(model).interactions(rows, missing, nan_is_missing=False)
+    assert res.params["trees_linear"] == 1 and res.params["trees_with_tables"] == 0
+    off = ~np.eye(5, dtype=bool)
+    for r in range(len(rows)):
+        players = [j for j in range(5) if not missing[r, j]]
+        ref = _pd_interaction_index(ens, rows[r], players)[..., 0]
+        np.testing.assert_allclose(res.values[r][off], ref[off], atol=1e-10)
+    phi = TreeShap(model).explain(rows, missing, nan_is_missing=False).values
+    np.testing.assert_allclose(res.values.sum(axis=2), phi, atol=1e-10)
+    assert np.all(res.values[1, 3] == 0.0) and np.all(res.values[1, :, 3] == 0.0)
+
+
+def test_deep_interactions_equal_shap_multi_output(monkeypatch):
+    import explainers.shap.interactions as inter_mod
+
+    X, y = _deep_data(800, p=6, seed=7)
+    model = RandomForestClassifier(3, random_state=0).fit(X, np.digitize(y, [-0.5, 0.5]))
+    rows = X[:8]
+    fast = TreeShap(model).interactions(rows, nan_is_missing=False)
+    monkeypatch.setattr(inter_mod, "MAX_TABLE_BITS", 1)  # every tree past the tables: the walk
+    walked = TreeShap(model).interactions(rows, nan_is_missing=False)
+    assert walked.params["trees_linear"] == 3 and fast.params["trees_with_tables"] == 3
+    ref = np.asarray(shap.TreeExplainer(model).shap_interaction_values(rows))
+    ref = np.moveaxis(ref, 0, -1) if ref.shape[0] == 3 and ref.ndim == 4 and ref.shape[1] == len(rows) else ref
+    for res in (walked, fast):
+        np.testing.assert_allclose(res.values, ref, atol=1e-10)

@@ -25,9 +25,10 @@ drop out (the index keeps its form with ``m`` in place of ``M``), and
 One table ``K2`` of ``2**m`` entries per leaf (built by the same subset
 recursion as the SHAP tables, with ``w2`` for weights), and ``m (m-1) / 2``
 look-ups per row and leaf. Leaves with a zero cover ratio, trees whose tables
-would be too large, and rows of rare missing patterns go through
-:func:`pd_direct_rows` instead, which evaluates the same formula per (row, leaf)
-from the polynomial ``prod_{d not in T} (z_d + y)`` with no division by ``z``.
+would be too large, and rows of rare missing patterns take the linear walk
+instead (:func:`explainers.shap._linear_kernels.linear_pd_interaction_rows`:
+the same values as integrals of one polynomial per leaf, cost linear in depth,
+no division by ``z``).
 
 **Interventional** (mean over background rows ``b``): the pair (x, b) reaches a
 leaf for the coalitions that take every feature of ``T`` from ``b`` and every
@@ -56,8 +57,7 @@ from math import factorial
 import numpy as np
 from numba import njit
 
-from ..trees.walks import goes_left
-from ._tree_kernels import row_bits, tree_leaf_paths
+from ._tree_kernels import row_bits
 from ._walk_kernels import (add_block, build_iv_count_tables, iv_pair_walk, load_block, pop, push_children,
                             scatter_pairs, tree_root, walk_stack)
 
@@ -67,7 +67,6 @@ __all__ = [
     "build_iv_interaction_tables",
     "pd_table_rows",
     "iv_table_rows",
-    "pd_direct_rows",
     "iv_direct_rows",
 ]
 
@@ -263,158 +262,6 @@ def _pair_table_rows(X, rows, trees, node_offsets, feature, threshold, left, rig
 
 
 # ------------------------------------------------------------- direct paths
-@njit(cache=True, nogil=True, inline="always")
-def _h2(coef, deg, w2m):
-    h = 0.0
-    for s in range(deg + 1):
-        h += w2m[s] * coef[s]
-    return h
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _divide(src, deg, z, dst):
-    """``dst = src / (y + z)`` for a polynomial of degree ``deg`` that has the factor.
-
-    Top down: the errors are multiplied by ``z <= 1`` at each step, so it is stable.
-    """
-    if deg == 0:
-        return
-    dst[deg - 1] = src[deg]
-    for k in range(deg - 1, 0, -1):
-        dst[k - 1] = src[k] - z * dst[k]
-
-
-@njit(cache=True, nogil=True)
-def pd_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
-                   cover, masked, value, tree_output, max_depth, w2, out):
-    """Path-dependent interaction values per (row, leaf), without tables.
-
-    Each leaf's path, its distinct unmasked features with their cover-ratio
-    products ``z`` and the cover product ``lw`` of its masked ones, comes from
-    :func:`explainers.shap._tree_kernels.tree_leaf_paths`, one tree at a time; each
-    row walks the tree depth first carrying the set ``T`` of path features whose
-    split it does not follow. At a leaf with ``Q`` the features the row follows and
-    ``P(y) = prod_{d in Q} (z_d + y)``, ``H2(R) = sum_s w2_m(s) [y^s] R``::
-
-        a, b in Q:       1/2 (1 - z_a)(1 - z_b) Z(T) H2(P / ((y + z_a)(y + z_b)))
-        a in Q, b in T:  -1/2 (1 - z_a) Z(T) H2(P / (y + z_a))
-        a, b in T:       1/2 Z(T) H2(P)
-
-    (``w2`` carries the 1/2.) O(m**3) per row and leaf: the fallback for large,
-    zero-cover or rare-pattern cases.
-    """
-    n_raw = value.shape[1]
-    n_big = 0
-    for tt in range(trees.shape[0]):
-        n_big = max(n_big, node_offsets[trees[tt] + 1] - node_offsets[trees[tt]])
-    # one tree's leaf paths at a time, indexed by the node's place in the tree
-    node_bit = np.full(n_big, -1, np.int64)
-    leaf_m = np.full(n_big, -1, np.int64)
-    leaf_lw = np.ones(n_big)
-    leaf_foff = np.zeros(n_big, np.int64)
-    D = max_depth + 2
-    lv_t = np.zeros(D, np.int64)  # T on entering the node at each level
-    st_node = np.empty(2 * D + 2, np.int64)
-    st_lvl = np.empty(2 * D + 2, np.int64)
-    st_par = np.empty(2 * D + 2, np.int64)
-    st_left = np.empty(2 * D + 2, np.bool_)
-    qi = np.empty(D, np.int64)
-    ti_ = np.empty(D, np.int64)
-    P = np.zeros(D + 1)
-    Ra = np.zeros(D + 1)
-    Rab = np.zeros(D + 1)
-    phi = np.empty((D, D))
-    for tt in range(trees.shape[0]):
-        t = trees[tt]
-        o0 = node_offsets[t]
-        flat_feat = np.zeros(0, np.int64)
-        flat_z = np.zeros(0)
-        for fill in (False, True):
-            tree_leaf_paths(t, t + 1, True, feature, left, right, cover, node_offsets, masked, max_depth, fill,
-                            leaf_foff, node_bit, leaf_m, leaf_lw, flat_feat, flat_z)
-            if not fill:  # the leaves' offsets into the flat arrays, then the second pass fills them
-                n_flat = 0
-                for node in range(o0, node_offsets[t + 1]):
-                    if left[node] < 0:
-                        leaf_foff[node - o0] = n_flat
-                        n_flat += leaf_m[node - o0]
-                flat_feat = np.zeros(n_flat, np.int64)
-                flat_z = np.zeros(n_flat)
-        col = tree_output[t]
-        for ri in range(rows.shape[0]):
-            row = rows[ri]
-            st_node[0] = o0
-            st_lvl[0] = 0
-            sp = 1
-            while sp > 0:
-                sp, node, L = pop(st_node, st_lvl, sp)
-                if L > 0:
-                    par = st_par[sp]
-                    T = lv_t[L - 1]
-                    j = node_bit[par - o0]
-                    if j >= 0 and (node == left[par]) != goes_left(X[row, feature[par]], par, threshold,
-                                                                   missing_left, cat_start, cat_bits):
-                        T |= np.int64(1) << j
-                    lv_t[L] = T
-                if left[node] >= 0:
-                    sp = push_children(st_node, st_lvl, st_par, st_left, sp, node, L, left, right)
-                    continue
-                m = leaf_m[node - o0]
-                lw = leaf_lw[node - o0]
-                if m < 2 or lw == 0.0:
-                    continue
-                fo = leaf_foff[node - o0]
-                T = lv_t[L]
-                w2m = w2[m]
-                nq = 0
-                nt = 0
-                zt = 1.0
-                P[0] = 1.0
-                for i in range(m):
-                    if ((T >> i) & 1) == 0:
-                        z = flat_z[fo + i]
-                        # multiply P (degree nq) by (y + z)
-                        P[nq + 1] = P[nq]
-                        for k in range(nq, 0, -1):
-                            P[k] = P[k - 1] + z * P[k]
-                        P[0] = z * P[0]
-                        qi[nq] = i
-                        nq += 1
-                    else:
-                        zt *= flat_z[fo + i]
-                        ti_[nt] = i
-                        nt += 1
-                hq = _h2(P, nq, w2m) * zt
-                for x1 in range(nt):
-                    for x2 in range(x1 + 1, nt):
-                        phi[ti_[x1], ti_[x2]] = hq
-                for x1 in range(nq):
-                    a = qi[x1]
-                    za = flat_z[fo + a]
-                    _divide(P, nq, za, Ra)
-                    ca = (1.0 - za) * zt
-                    ha = -ca * _h2(Ra, nq - 1, w2m)
-                    for x2 in range(nt):
-                        phi[a, ti_[x2]] = ha
-                    for x2 in range(x1 + 1, nq):
-                        b = qi[x2]
-                        zb = flat_z[fo + b]
-                        _divide(Ra, nq - 1, zb, Rab)
-                        phi[a, b] = ca * (1.0 - zb) * _h2(Rab, nq - 2, w2m)
-                for a in range(m):
-                    fa = flat_feat[fo + a]
-                    oa = ((T >> a) & 1) == 0
-                    for b in range(a + 1, m):
-                        fb = flat_feat[fo + b]
-                        # mixed pairs were written as phi[followed, not followed]
-                        s = lw * (phi[b, a] if (((T >> b) & 1) == 0 and not oa) else phi[a, b])
-                        if col >= 0:
-                            out[row, fa, fb, col] += s * value[node, col]
-                        else:
-                            for c in range(n_raw):
-                                out[row, fa, fb, c] += s * value[node, c]
-
-
 @njit(cache=True, nogil=True)
 def iv_direct_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start, cat_bits,
                    masked, bg, value, tree_output, max_depth, c2, c3, c4, out):

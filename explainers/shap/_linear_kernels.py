@@ -42,7 +42,7 @@ from numba import njit
 
 from ._tree_kernels import _decisions
 
-__all__ = ["LINEAR_BLOCK", "gauss_points", "linear_pd_rows", "points_for"]
+__all__ = ["LINEAR_BLOCK", "gauss_points", "linear_pd_rows", "linear_pd_interaction_rows", "points_for"]
 
 #: rows per block of the linear walk
 LINEAR_BLOCK = 64
@@ -124,6 +124,37 @@ def linear_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, right
     (:func:`points_for` of its largest leaf's player count); ``gl_t`` and ``gl_w``
     come from :func:`gauss_points`.
     """
+    _linear_walk(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start,
+                 cat_bits, cover, masked, value, tree_output, max_depth, tree_points, gl_t, gl_w, np.int64(1),
+                 out, np.zeros((1, 1, 1, 1)), pred)
+
+
+@njit(cache=True, nogil=True)
+def linear_pd_interaction_rows(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left,
+                               cat_start, cat_bits, cover, masked, value, tree_output, max_depth, tree_points,
+                               gl_t, gl_w, out2):
+    """Add half the path-dependent Shapley interaction index of every pair of features of
+    ``X[rows]`` into ``out2[row, a, b, c]`` (one orientation per term; the caller adds
+    the transpose and the diagonal), for ``trees``.
+
+    For a leaf the pair's value is ``1/2 int_0^1 v H(t) c_a(t) c_b(t) dt`` with
+    ``c_d = (o_d - z_d) / h_d`` (weights ``s! (m-s-2)! / (m-1)!``; degree ``m - 2``, so
+    the SHAP values' points serve). Walking up, the edge into a node on feature ``b``
+    adds its change of ``c_b`` times the current ``c_a`` of every other feature ``a``
+    above it: along a path only one ``c`` changes per edge, so the sum of these
+    changes of ``c_a c_b`` telescopes to the product at the leaf, features repeated
+    below included.
+    """
+    _linear_walk(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start,
+                 cat_bits, cover, masked, value, tree_output, max_depth, tree_points, gl_t, gl_w, np.int64(2),
+                 np.zeros((1, 1, 1)), out2, np.zeros((1, 1)))
+
+
+@njit(cache=True, nogil=True)
+def _linear_walk(X, rows, trees, node_offsets, feature, threshold, left, right, missing_left, cat_start,
+                 cat_bits, cover, masked, value, tree_output, max_depth, tree_points, gl_t, gl_w, order,
+                 out, out2, pred):
+    """The walk of :func:`linear_pd_rows` (``order`` 1) and :func:`linear_pd_interaction_rows` (2)."""
     p = X.shape[1]
     n_raw = value.shape[1]
     B = LINEAR_BLOCK
@@ -137,6 +168,13 @@ def linear_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, right
     oe = np.empty((D, B))  # ... and below it
     sav_f = np.empty(D, np.int64)
     sav_z = np.empty(D)
+    sav_lat = np.empty(D, np.int64)
+    lat = np.zeros(p, np.int64)  # level of a feature's latest split on the path (order 2)
+    cv1 = np.zeros((D, K))  # c of the feature split at a level, for o = 1 and o = 0 (order 2)
+    cv0 = np.zeros((D, K))
+    Dk = np.empty((K, B))
+    s1 = np.empty(B)
+    s0 = np.empty(B)
     z_cur = np.ones(p)
     o_cur = np.ones((p, B))
     xb = np.empty((p, B))
@@ -199,6 +237,14 @@ def linear_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, right
                             sav_f[L] = f
                             sav_z[L] = zp
                             z_cur[f] = ze
+                            sav_lat[L] = lat[f]
+                            lat[f] = L
+                            if order == 2:
+                                for k in range(n):
+                                    he1 = ze + (1.0 - ze) * tk[k]
+                                    he0 = ze * (1.0 - tk[k])
+                                    cv1[L, k] = _sdiv(1.0 - ze, he1)
+                                    cv0[L, k] = _sdiv(-ze, he0)
                             for k in range(n + 1):
                                 r11 = R[L, 0, k]
                                 r10 = R[L, 1, k]
@@ -226,10 +272,11 @@ def linear_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, right
                                 A[L, c, k, r] = v * G[L, k, r]
                 # leaving the node: its feature's share, restore, add into the parent
                 if L == 0:
-                    for c in range(n_out):
-                        cc = c0 if single else c
-                        for r in range(nb):
-                            pred[rows[b0 + r], cc] += A[0, c, n, r]
+                    if order == 1:
+                        for c in range(n_out):
+                            cc = c0 if single else c
+                            for r in range(nb):
+                                pred[rows[b0 + r], cc] += A[0, c, n, r]
                     continue
                 f = sav_f[L]
                 if f >= 0:
@@ -244,10 +291,33 @@ def linear_pd_rows(X, rows, trees, node_offsets, feature, threshold, left, right
                             for r in range(nb):
                                 a = op[L, r]
                                 e = oe[L, r]
-                                sv[r] += A[L, c, k, r] * (e * c11 + (a - e) * c10 + (1.0 - a) * c00)
-                        for r in range(nb):
-                            out[rows[b0 + r], f, cc] += sv[r]
+                                d = A[L, c, k, r] * (e * c11 + (a - e) * c10 + (1.0 - a) * c00)
+                                Dk[k, r] = d
+                                sv[r] += d
+                        if order == 1:
+                            for r in range(nb):
+                                out[rows[b0 + r], f, cc] += sv[r]
+                            continue
+                        # order 2: this edge's change of c_f times the current c_g of each
+                        # feature g above (its latest split on the path, at level i)
+                        for i in range(1, L):
+                            g = sav_f[i]
+                            if g < 0 or g == f or lat[g] != i:
+                                continue
+                            for r in range(nb):
+                                s1[r] = 0.0
+                                s0[r] = 0.0
+                            for k in range(n):
+                                v1 = 0.5 * cv1[i, k]
+                                v0 = 0.5 * cv0[i, k]
+                                for r in range(nb):
+                                    s1[r] += Dk[k, r] * v1
+                                    s0[r] += Dk[k, r] * v0
+                            for r in range(nb):
+                                og = o_cur[g, r]
+                                out2[rows[b0 + r], g, f, cc] += og * s1[r] + (1.0 - og) * s0[r]
                     z_cur[f] = sav_z[L]
+                    lat[f] = sav_lat[L]
                     for r in range(nb):
                         o_cur[f, r] = op[L, r]
                 for c in range(n_out):

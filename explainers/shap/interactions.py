@@ -36,6 +36,7 @@ import pandas as pd
 from ..errors import ExplainerError, InvalidParameterError, param_error
 from ..trees.inputs import tree_inputs
 from . import _interaction_kernels as IK
+from . import _linear_kernels as LK
 from . import _tree_kernels as K
 from ._common import (
     resolve_nan_is_missing,
@@ -276,6 +277,10 @@ class _Plan:
     leaf_toff: np.ndarray
     table: np.ndarray
     bits: int
+    # path-dependent trees without tables take the linear walk: its points per tree and rules
+    tree_points: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    gl_t: np.ndarray = field(default_factory=lambda: np.zeros((1, 1)))
+    gl_w: np.ndarray = field(default_factory=lambda: np.zeros((1, 1)))
 
     @property
     def nbytes(self) -> int:
@@ -326,8 +331,8 @@ def _build_plan(ts, nd: dict, depth: int, masked: np.ndarray, bg, use_tables: bo
     args = (nd["feature"], nd["left"], nd["right"], nd["cover"], nd["node_offsets"], masked, depth)
     K.leaf_paths(*args, False, leaf_foff, node_bit, leaf_m, leaf_lw, i64(0), np.zeros(0))
     if not use_tables:
-        return _Plan(masked, i64(0), all_trees, node_bit, leaf_m, i64(n_nodes), i64(1),
-                     np.zeros(1), i64(n_nodes), np.zeros((nrows, 1)), 0)
+        return _with_points(_Plan(masked, i64(0), all_trees, node_bit, leaf_m, i64(n_nodes), i64(1),
+                                  np.zeros(1), i64(n_nodes), np.zeros((nrows, 1)), 0), nd, iv)
     is_leaf = nd["left"] < 0
     m_leaf = np.where(is_leaf, leaf_m, 0)
     leaf_foff[:] = np.cumsum(m_leaf) - m_leaf
@@ -385,8 +390,19 @@ def _build_plan(ts, nd: dict, depth: int, masked: np.ndarray, bg, use_tables: bo
         single = (col >= 0) | (ens.n_raw == 1)
         v0 = np.where(single, nd["value"][leaves, np.maximum(col, 0)], 1.0)
         table[:, :total] *= np.repeat(v0, sizes[leaves])[None, :]
-    return _Plan(masked, table_trees, direct_trees, node_bit, leaf_m, leaf_foff, flat_feat,
-                 flat_coef, leaf_toff, table, bits)
+    return _with_points(_Plan(masked, table_trees, direct_trees, node_bit, leaf_m, leaf_foff, flat_feat,
+                              flat_coef, leaf_toff, table, bits), nd, iv)
+
+
+def _with_points(plan: _Plan, nd: dict, iv: bool) -> _Plan:
+    """The quadrature points of the trees without tables (path-dependent: the linear walk)."""
+    if iv or not len(plan.direct_trees):
+        return plan
+    m_leaf = np.where(nd["left"] < 0, plan.leaf_m, 0)
+    max_m = np.maximum.reduceat(m_leaf, nd["node_offsets"][:-1])[plan.direct_trees]
+    plan.tree_points = np.array([LK.points_for(m) for m in max_m], np.int64)
+    plan.gl_t, plan.gl_w = LK.gauss_points(int(plan.tree_points.max()))
+    return plan
 
 
 def _plan_for(ts, nd, depth, masked, n_rows, bg, bg_key) -> _Plan:
@@ -408,11 +424,8 @@ def _run_rows(ts, nd, depth, plan: _Plan, Xp, rows, bg, out, tick) -> None:
     block = int(min(128, max(8, BLOCK_FLOATS // (p * p * k))))
     common = (nd["node_offsets"], nd["feature"], nd["threshold"], nd["left"], nd["right"],
               nd["missing_left"], nd["cat_start"], nd["cat_bits"])
-    if len(plan.direct_trees):
-        if iv:
-            c2, c3, c4 = IK.iv_interaction_weights(depth + 1)
-        else:
-            w2 = IK.pd_interaction_weights(depth + 1)
+    if len(plan.direct_trees) and iv:
+        c2, c3, c4 = IK.iv_interaction_weights(depth + 1)
 
     def work(chunk):
         if len(plan.table_trees):
@@ -430,8 +443,9 @@ def _run_rows(ts, nd, depth, plan: _Plan, Xp, rows, bg, out, tick) -> None:
                 IK.iv_direct_rows(Xp, chunk, plan.direct_trees, *common, plan.masked, bg,
                                   nd["value"], nd["tree_output"], depth, c2, c3, c4, out)
             else:
-                IK.pd_direct_rows(Xp, chunk, plan.direct_trees, *common, nd["cover"], plan.masked,
-                                  nd["value"], nd["tree_output"], depth, w2, out)
+                LK.linear_pd_interaction_rows(Xp, chunk, plan.direct_trees, *common, nd["cover"], plan.masked,
+                                              nd["value"], nd["tree_output"], depth, plan.tree_points, plan.gl_t,
+                                              plan.gl_w, out)
         return len(chunk)
 
     n_jobs = ts.n_jobs
@@ -516,12 +530,14 @@ def tree_interactions(
     params = {
         **res.params,
         "trees_with_tables": int(n_table),
-        "trees_direct": int(n_direct),
+        ("trees_direct" if ts.mode == "interventional" else "trees_linear"): int(n_direct),
         "interaction_table_mb": round(
             sum(pl.nbytes for pl in _PLANS.get(ts, {}).values()) / 2**20, 3),
     }
     params.pop("trees_textbook", None)
     params.pop("table_mb", None)
+    if ts.mode == "interventional":
+        params.pop("trees_linear", None)  # (the SHAP values' count; no walk here)
     return ShapInteractionResult(
         values=inter if multi else inter[..., 0],
         base_values=res.base_values,
