@@ -390,6 +390,48 @@ def test_h_tree_equals_brute(name):
     assert tree.to_frame().H.is_monotonic_decreasing
 
 
+def _h_pipeline_table(n=400, seed=3):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.normal(size=n).round(2), "b": rng.normal(size=n).round(2),
+                       "c": rng.normal(size=n).round(1),
+                       "town": rng.choice(["Busan", "Anyang", "Daegu", "Jeju"], n),
+                       "plan": pd.Categorical(rng.choice(["basic", "plus", "pro"], n))})
+    df.loc[rng.random(n) < 0.15, "b"] = np.nan
+    y = df.a * np.nan_to_num(df.b) + (df.town == "Daegu") * df.c + (df.plan == "pro") + rng.normal(0, .2, n)
+    return df, y.to_numpy()
+
+
+@pytest.mark.parametrize("final", ["hgb_clf_native_categories", "rf_onehot", "xgb_nan"])
+def test_h_tree_walk_on_pipelines_text_and_empty_cells(final):
+    """A pipeline folded into its trees (one-hot groups and native categories as rules), text
+    columns and empty cells: the tree walk, not n**2 predictions per pair, and the same H."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+    from explainers.effects.hstat import tree_walk_applies
+
+    df, y = _h_pipeline_table()
+    if final == "hgb_clf_native_categories":
+        ct = ColumnTransformer([("cats", OrdinalEncoder(), ["town", "plan"])], remainder="passthrough")
+        model = make_pipeline(ct, HistGradientBoostingClassifier(max_iter=30, categorical_features=[0, 1],
+                                                                 random_state=0)).fit(df, y > np.median(y))
+    elif final == "rf_onehot":
+        ct = ColumnTransformer([("oh", OneHotEncoder(handle_unknown="ignore"), ["town", "plan"])],
+                               remainder=SimpleImputer())
+        model = make_pipeline(ct, RandomForestRegressor(20, max_depth=8, random_state=0)).fit(df, y)
+    else:
+        xgb = pytest.importorskip("xgboost")
+        df = df[["a", "b", "c"]]
+        model = xgb.XGBRegressor(n_estimators=30, max_depth=4, nthread=1).fit(df, y)
+    assert tree_walk_applies(model, df)
+    tree = h_statistic(model, df, sample=150)
+    brute = h_statistic(model, df, sample=150, method="brute")
+    assert tree.method == "tree" and brute.method == "brute"
+    np.testing.assert_allclose(tree.h2, brute.h2, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(tree.overall_h2, brute.overall_h2, rtol=1e-9, atol=1e-12)
+    assert tree.h2.max() > 1e-3
+
+
 def test_h_pairs_features_and_errors():
     X, y = _data(n=200)
     frame = pd.DataFrame(X, columns=NAMES)

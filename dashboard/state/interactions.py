@@ -81,19 +81,11 @@ def shap_rows_used(ctx: ModelContext, method: str | None, n_rows: int) -> int:
 
 
 def _h_by_tree_walk(ctx: ModelContext) -> bool:
-    """Whether Friedman's H takes the compiled tree walk here (else brute force):
-    a tree model without categorical splits, on numeric data without empty cells."""
-    import pandas as pd
+    """Whether Friedman's H takes the compiled tree walk here (else brute force): a tree
+    model, or a pipeline that folds into its trees, on the data it takes."""
+    from explainers.effects.hstat import tree_walk_applies
 
-    from explainers.trees import flatten_model
-
-    numeric = all(pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.CategoricalDtype) for t in ctx.X.dtypes)
-    if not (numeric and ctx.description.tree) or ctx.X.isna().to_numpy().any():
-        return False
-    try:
-        return not flatten_model(ctx.model).has_rules
-    except Exception:  # noqa: BLE001 - not flattened: brute force
-        return False
+    return ctx.description.tree and tree_walk_applies(ctx.model, ctx.X)
 
 
 def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_FEATURES) -> tuple[float, int]:

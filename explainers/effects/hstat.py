@@ -33,7 +33,7 @@ import pandas as pd
 from ..errors import InvalidDataError, InvalidFeatureError, InvalidParameterError, param_error
 from ..model import ModelAdapter
 
-__all__ = ["h_statistic", "HStatisticResult"]
+__all__ = ["h_statistic", "HStatisticResult", "tree_walk_applies"]
 
 _METHODS = ("auto", "tree", "brute")
 #: rows per predict call of the brute method
@@ -248,7 +248,17 @@ class _Tree:
         self.ens = ens
         self.transform = transform
         self.n = len(work)
-        self.Xw = ens.prepare_inputs(work.to_numpy(dtype=np.float64))
+        self.Xw = ens.prepare_inputs(work)
+        # features whose grid the points kernel cannot take (rules, categories, text, NaN):
+        # their two-feature PD comes from the grid walk, which routes every value as predict does
+        # features whose grid is their distinct values (rules, categories, text: no order)
+        self.distinct = set(int(f) for f in ens.rule_features()) | set(ens.code_columns())
+        self.distinct |= {j for j, c in enumerate(work.columns)
+                          if not pd.api.types.is_numeric_dtype(work[c].dtype)
+                          or isinstance(work[c].dtype, pd.CategoricalDtype)}
+        # ... and, with those holding NaN (or the model's missing value), the features whose
+        # two-feature PD the grid walk computes (the points kernel takes ordered grids only)
+        self.special = self.distinct | set(np.flatnonzero(np.isnan(self.Xw).any(axis=0)).tolist())
         self.col = adapter.class_index if adapter.class_index is not None else 0
         self.nodes, self.thr = pack_nodes(ens.feature, ens.threshold, ens.left, ens.right)
         self.R = ens.n_raw
@@ -291,9 +301,9 @@ class _Tree:
     def _pd2_slab(self, j, k, gj, gk, pj, pk) -> np.ndarray:
         from .pdp import _KERNEL_LOCK, _tree_ice
 
-        if self.transform == "identity":
-            _, avg = _tree_ice(self.ens, "identity", self.work, [j, k], [gj, gk], False)
-            return avg[pj, pk, self.col]
+        if self.transform == "identity" or j in self.special or k in self.special:
+            _, avg = _tree_ice(self.ens, self.transform, self.work, [j, k], [gj, gk], False)
+            return self._select(avg)[pj, pk] if avg.shape[-1] > 1 else avg[pj, pk, 0]
         from ._hstat_kernels import pd2_points_kernel
         from ..trees import TRANSFORMS
         from ..trees.walks import rules_of, split_positions
@@ -325,17 +335,21 @@ def _value_classes(ev, frame: pd.DataFrame, j: int):
 
     Brute force: the distinct values. Tree walk: values the model cannot tell
     apart (no split threshold between them) share one grid point, the smallest
-    of them, so the grids stay as small as the trees' own resolution.
+    of them, so the grids stay as small as the trees' own resolution, and the
+    missing cells one more, last; a feature with rules, categories or text keeps
+    its distinct values.
     """
     col = frame.iloc[:, j]
-    if isinstance(ev, _Tree):
+    if isinstance(ev, _Tree) and j not in ev.distinct:
         x = ev.Xw[:, j]
         ens = ev.ens
         thr = np.unique(ens.threshold[(ens.feature == j) & (ens.left >= 0)])
         cls = np.searchsorted(thr, x, side="left")
+        cls[np.isnan(x)] = len(thr) + 1  # missing: a class of its own, last (its own walk)
         uniq, inv, cnt = np.unique(cls, return_inverse=True, return_counts=True)
         reps = np.full(len(uniq), np.inf)
-        np.minimum.at(reps, inv, col.to_numpy(dtype=np.float64))
+        with np.errstate(invalid="ignore"):  # (the missing class's point is NaN)
+            np.minimum.at(reps, inv, col.to_numpy(dtype=np.float64))
         return reps, inv.reshape(-1), cnt
     numeric = pd.api.types.is_numeric_dtype(col.dtype) and not isinstance(
         col.dtype, pd.CategoricalDtype)
@@ -582,26 +596,28 @@ def _pair_h2(ev, pair_idx, grids, invs, pd1, sum_f2: float) -> np.ndarray:
     return h2
 
 
+def tree_walk_applies(model, X) -> bool:
+    """Whether ``h_statistic(model, X)`` takes the exact tree walk (a tree model, or a pipeline
+    that folds into its trees, on data it takes: text, categories and empty cells included)
+    rather than brute force's n**2 predictions per pair."""
+    from ..errors import ExplainerError
+    from .pdp import _tree_plan
+
+    try:
+        adapter = model if isinstance(model, ModelAdapter) else ModelAdapter(model)
+        frame = adapter.to_frame(X.iloc[:2] if hasattr(X, "iloc") else X[:2])
+        return _tree_plan(adapter, frame, None, [np.zeros(1)])[0] is not None
+    except ExplainerError:
+        return False
+
+
 def _evaluator(adapter: ModelAdapter, work: pd.DataFrame, method: str):
     """The tree walk where it applies (and is wanted), else brute force."""
     if method == "brute":
         return _Brute(adapter, work)
     from .pdp import _tree_plan
 
-    numeric = all(pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.CategoricalDtype)
-                  for t in work.dtypes)
-    reason = None
-    plan = None
-    if not numeric:
-        reason = "the data has non-numeric columns"
-    elif work.isna().to_numpy().any():
-        reason = "the data holds NaN (the tree walk takes numbers only)"
-    else:
-        plan, reason = _tree_plan(adapter, work, None, [np.zeros(1)])
-        if plan is not None and plan[0].has_rules:
-            plan, reason = None, "the trees have categorical splits (their values are not ordered)"
-        elif plan is not None and plan[0].missing_value is not None and np.isnan(plan[0].prepare_inputs(work)).any():
-            plan, reason = None, f"the data holds the model's missing value ({plan[0].missing_value:g})"
+    plan, reason = _tree_plan(adapter, work, None, [np.zeros(1)])
     if plan is None:
         if method == "tree":
             raise InvalidParameterError(

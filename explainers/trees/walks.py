@@ -90,21 +90,30 @@ def grid_slices(ens, f: int, grid_cmp: np.ndarray):
     :func:`split_positions`). A feature that some rule splits on is walked one
     grid value at a time: a one-point grid whose ``pos[node]`` is 1 where that
     value goes left, 0 where it goes right; so is a grid that is not sorted (the
-    category codes of a categorical column come in the data's order). ``part`` is the slice of the grid
-    each walk fills. ``f < 0`` (no target): one point.
+    category codes of a categorical column come in the data's order), and so is
+    each NaN point at the end of a sorted grid (NaN follows each split's missing
+    direction, not an order; the numbers before it take one walk). ``part`` is the
+    slice of the grid each walk fills. ``f < 0`` (no target): one point.
     """
     n = len(ens.feature)
     if f < 0:
         return [(np.zeros(n, np.int64), 1, slice(0, 1))]
     ruled = (ens.feature == f) & (ens.cat_start >= 0)
-    unsorted = len(grid_cmp) > 1 and not np.all(np.diff(grid_cmp) >= 0)  # category grids come in data order
+    grid_cmp = np.asarray(grid_cmp, np.float64)
+    # NaN at the end of a sorted grid (it follows each split's missing direction, not an
+    # order): the numbers in one walk, each NaN point in a walk of its own
+    nums = len(grid_cmp) - int(np.isnan(grid_cmp[::-1]).cumprod().sum())
+    head = grid_cmp[:nums]
+    unsorted = np.isnan(head).any() or (nums > 1 and not np.all(np.diff(head) >= 0))  # category grids: data order
+    out, first = [], 0
     if not ruled.any() and not unsorted:
-        return [(split_positions(ens.feature, ens.threshold, f, grid_cmp), len(grid_cmp), slice(0, len(grid_cmp)))]
+        if nums:
+            out.append((split_positions(ens.feature, ens.threshold, f, head), nums, slice(0, nums)))
+        first = nums
     on = np.flatnonzero((ens.feature == f) & (ens.left >= 0))
-    out = []
-    for a, v in enumerate(np.asarray(grid_cmp, np.float64)):
+    for a in range(first, len(grid_cmp)):
         pos = np.zeros(n, np.int64)
-        pos[on] = ens.goes_left(np.full(len(on), v), on)
+        pos[on] = ens.goes_left(np.full(len(on), grid_cmp[a]), on)
         out.append((pos, 1, slice(a, a + 1)))
     return out
 
