@@ -60,6 +60,7 @@ from .costs import (
     fmt_seconds,
     importance_cost,
     predict_seconds_per_row,
+    default_shap_rows,
     sample_cost,
     shap_is_fast,
 )

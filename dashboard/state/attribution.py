@@ -15,7 +15,7 @@ import pandas as pd
 
 from .cache import result_cache
 from .context import ModelContext
-from .costs import shap_is_fast
+from .costs import first_block, next_block, shap_fixed_seconds, shap_is_fast, shap_seconds_per_row
 from .outputs import adapter_output, log_odds_output, shap_output, target_output
 from .rows import _nested_rows, _RowStore, background
 from .worker import _POLL_S, in_worker
@@ -124,18 +124,12 @@ def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ..
     return res
 
 
-#: seconds one block of rows should take: long enough to share work within the block,
-#: short enough for the bar to move and a Stop to stop soon
-_BLOCK_S = 0.5
-
-
 def _explain_rows(ctx: ModelContext, method: str, output: str, positions: np.ndarray, store: _RowStore,
-                  cancel: threading.Event, state: dict, first_block: int) -> None:
+                  cancel: threading.Event, state: dict, block: int, fixed: float) -> None:
     """Worker thread: explain the unclaimed rows of ``positions`` block by block into ``store``."""
     from explainers.shap import explain
 
     bg = background(ctx)
-    block = first_block
     try:
         while not cancel.is_set():
             rows = store.claim(positions, block)
@@ -151,11 +145,7 @@ def _explain_rows(ctx: ModelContext, method: str, output: str, positions: np.nda
                 raise
             store.put(rows, res)
             state["partial"] = 0
-            took = time.perf_counter() - t0
-            if took < _BLOCK_S / 2:
-                block = min(block * 2, 4096)
-            elif took > 2 * _BLOCK_S and block > 1:
-                block = max(1, block // 2)
+            block = next_block(block, time.perf_counter() - t0, fixed)
     except BaseException as exc:  # handed to the waiting script
         state["error"] = exc
 
@@ -191,7 +181,8 @@ def _explain_sample(ctx: ModelContext, n_rows: int, method: str, output: str, pr
     positions = _nested_rows(len(ctx.X), n_rows)
     store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method, output), _RowStore)
     total = len(positions)
-    fast = shap_is_fast(ctx, method, output)
+    fixed = shap_fixed_seconds(ctx, method, output)
+    block = first_block(shap_is_fast(ctx, method, output), fixed, shap_seconds_per_row(ctx, method, output))
     cancel = threading.Event()
     state: dict = {}
     worker = None
@@ -204,7 +195,7 @@ def _explain_sample(ctx: ModelContext, n_rows: int, method: str, output: str, pr
                 if "error" in state:
                     raise state["error"]
                 worker = threading.Thread(target=_explain_rows, name="glassbox-shap-sample", daemon=True,
-                                          args=(ctx, method, output, positions, store, cancel, state, 256 if fast else 1))
+                                          args=(ctx, method, output, positions, store, cancel, state, block, fixed))
                 worker.start()
             if progress is not None:
                 progress(min(done + int(state.get("partial", 0)), total), total)

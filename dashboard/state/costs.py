@@ -21,18 +21,30 @@ from .warmup import wait_for_warmup
 COST_PROBE_ROWS, SLOW_VIEW_S = 2, 10.0
 #: rows a "fast" SHAP method explains within SLOW_VIEW_S (the global views' and importance's default)
 FAST_ROWS = 1_000
+#: seconds of work a slow view starts with (it offers more)
+START_VIEW_S = 3.0
+#: seconds one block of SHAP rows should take (long enough to share work within the block, short
+#: enough for the bar to move and a Stop to stop soon), and a fast method's first block
+BLOCK_S, FIRST_FAST_BLOCK, MAX_BLOCK = 0.5, 256, 4096
+#: the two probes of a tree model's SHAP cost (a line: fixed cost + rows x cost per row)
+TREE_PROBE_ROWS = (4, 32)
 
 
 def _by_kind_fast(ctx: ModelContext, method: str, output: str) -> bool | None:
-    """Fast by what the method is (linear, tree on what the trees add up to: True; exact and kernel:
-    False); None for the probabilities of a boosting model, whose exact game must be measured."""
+    """Fast by what the method is (linear on what the model adds up to: True; exact and
+    kernel: False); None where it must be measured: tree SHAP (its cost grows with the
+    trees' leaves and depth, and against a background with its size) and the
+    probabilities of a boosting model, whose exact game grows with 2**d, d the features
+    on which a row and a background row part."""
     from .outputs import _margin_is_native
 
     if method in ("exact", "kernel"):
         return False
     if output == "proba" and _margin_is_native(ctx):
         return None
-    if method in ("tree", "linear"):
+    if method == "tree":
+        return None
+    if method == "linear":
         return True
     try:
         from explainers.shap import auto
@@ -40,7 +52,7 @@ def _by_kind_fast(ctx: ModelContext, method: str, output: str) -> bool | None:
         chosen, _ = auto.choose_method(ctx.model, ctx.X.shape[1], 100, output=output)
     except Exception:
         return False
-    return chosen in ("linear", "tree")
+    return None if chosen == "tree" else chosen == "linear"
 
 
 def _output(ctx: ModelContext, method: str, output: str | None) -> str:
@@ -51,21 +63,97 @@ def _output(ctx: ModelContext, method: str, output: str | None) -> str:
 
 def shap_is_fast(ctx: ModelContext, method: str = "auto", output: str | None = None) -> bool:
     """Whether SHAP with this method and output (None: the one the sidebar's Scale asks for) is a
-    fast one: linear or tree on what the model adds up to, or (the probabilities of a boosting
-    model, whose exact game grows with 2**d, d the features on which a row and a background row
-    part) measured to explain FAST_ROWS rows within SLOW_VIEW_S."""
+    fast one: linear on what the model adds up to, or measured (tree SHAP, the probabilities
+    of a boosting model) to explain FAST_ROWS rows within SLOW_VIEW_S."""
     output = _output(ctx, method, output)
     fast = _by_kind_fast(ctx, method, output)
     if fast is None:
-        return _probe_seconds(ctx, method, output) * FAST_ROWS <= SLOW_VIEW_S
+        fixed, per_row = shap_cost_line(ctx, method, output)
+        return fixed + per_row * FAST_ROWS <= SLOW_VIEW_S
     return fast
 
 
 def shap_seconds_per_row(ctx: ModelContext, method: str, output: str | None = None) -> float:
-    """Seconds one row of SHAP takes with this method and output, measured once on a small
-    probe (cached per model, data, method and output; 0 for the fast tree and linear methods)."""
+    """Seconds one more row of SHAP takes with this method and output, measured once on a
+    small probe (cached per model, data, method and output; 0 for the linear method)."""
+    return shap_cost_line(ctx, method, output)[1]
+
+
+def shap_cost_line(ctx: ModelContext, method: str, output: str | None = None) -> tuple[float, float]:
+    """(seconds a call costs whatever its rows, seconds per row) of SHAP with this method and
+    output: (0, 0) for the linear method; for tree SHAP two probes (the fixed part is
+    the leaf tables each call builds); else the per-row time of a small probe."""
+    from .outputs import _margin_is_native
+
     output = _output(ctx, method, output)
-    return 0.0 if _by_kind_fast(ctx, method, output) else _probe_seconds(ctx, method, output)
+    fast = _by_kind_fast(ctx, method, output)
+    if fast is True:
+        return 0.0, 0.0
+    if fast is None and not (output == "proba" and _margin_is_native(ctx)):
+        return _tree_line(ctx, method, output)
+    return 0.0, _probe_seconds(ctx, method, output)
+
+
+def shap_fixed_seconds(ctx: ModelContext, method: str, output: str | None = None) -> float:
+    """Seconds a SHAP call costs whatever its rows (tree SHAP's leaf tables; else 0)."""
+    from .outputs import _margin_is_native
+
+    output = _output(ctx, method, output)
+    if _by_kind_fast(ctx, method, output) is None and not (output == "proba" and _margin_is_native(ctx)):
+        return _tree_line(ctx, method, output)[0]
+    return 0.0
+
+
+def default_shap_rows(ctx: ModelContext, method: str, output: str | None = None) -> int:
+    """The SHAP sample a view starts with: FAST_ROWS where they fit in SLOW_VIEW_S, else as many
+    rows as fit in about START_VIEW_S (at least 10, in steps of 10); more are offered."""
+    if shap_is_fast(ctx, method, output):
+        return FAST_ROWS
+    fixed, per_row = shap_fixed_seconds(ctx, method, output), shap_seconds_per_row(ctx, method, output)
+    if per_row <= 0:
+        return FAST_ROWS
+    return int(min(FAST_ROWS, max(10, (START_VIEW_S - fixed) / per_row // 10 * 10)))
+
+
+def _tree_line(ctx: ModelContext, method: str, output: str) -> tuple[float, float]:
+    def run(rows):
+        from explainers.shap import explain
+
+        explain(ctx.model, rows, background=background(ctx), method=method, output=output)
+
+    return probe_line(ctx, ("shap_line", ctx.model_key, ctx.data_key, method, output), run)
+
+
+def probe_line(ctx: ModelContext, key: tuple, run) -> tuple[float, float]:
+    """(fixed seconds per call, seconds per row) of ``run(rows)``, cached under ``key``: after a
+    one-row warm-up (kernels load), the best of two runs of TREE_PROBE_ROWS[0] rows and of
+    TREE_PROBE_ROWS[1] rows (a shared machine only ever makes a run slower); the line through
+    them. (0, 0) where the work is out of reach (the page falls back, and says so)."""
+    def probe() -> tuple[float, float]:
+        wait_for_warmup()
+        small, big = TREE_PROBE_ROWS
+        rows = sample_rows(ctx, big)
+
+        def took(part) -> float:
+            best = np.inf
+            for _ in range(2):
+                t0 = time.perf_counter()
+                run(part)
+                best = min(best, time.perf_counter() - t0)
+            return best
+
+        try:
+            run(rows.iloc[:1])
+            t_small = took(rows.iloc[:small])
+            if len(rows) <= small:
+                return 0.0, t_small / max(1, len(rows))
+            t_big = took(rows)
+        except ExplainerError:
+            return 0.0, 0.0
+        per_row = max(0.0, (t_big - t_small) / (len(rows) - small))
+        return max(0.0, t_small - small * per_row), per_row
+
+    return tuple(result_cache().get_or_compute(key, probe))
 
 
 def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:
@@ -91,10 +179,52 @@ def sample_cost(ctx: ModelContext, method: str, n_rows: int, output: str = "auto
     per_row = shap_seconds_per_row(ctx, method, output)
     if per_row <= 0:
         return 0.0, n_rows
+    fixed = shap_fixed_seconds(ctx, method, output)
+    first = first_block(shap_is_fast(ctx, method, output), fixed, per_row)
     store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method, output), _RowStore)
     positions = _nested_rows(len(ctx.X), n_rows)
     left = len(positions) - store.done(positions)
-    return per_row * left, max(10, int(SLOW_VIEW_S / per_row) // 10 * 10)
+    cost = blocks_seconds(left, first, fixed, per_row)
+    return cost, max(10, int(max(SLOW_VIEW_S - fixed, per_row) / per_row) // 10 * 10)
+
+
+def block_seconds(fixed: float) -> float:
+    """Seconds one block of SHAP rows should take: BLOCK_S, or four times a call's fixed cost
+    (tree SHAP builds its leaf tables per call) so that the rows, not the calls, take the time."""
+    return max(BLOCK_S, 4.0 * fixed)
+
+
+def first_block(fast: bool, fixed: float, per_row: float) -> int:
+    """Rows in the SHAP worker's first block: FIRST_FAST_BLOCK for a fast method, else the rows
+    that fill :func:`block_seconds` by the cost line."""
+    if fast:
+        return FIRST_FAST_BLOCK
+    if per_row <= 0:
+        return 1
+    return int(min(MAX_BLOCK, max(1, (block_seconds(fixed) - fixed) / per_row)))
+
+
+def next_block(block: int, took: float, fixed: float) -> int:
+    """The next block's rows after one of ``block`` rows took ``took`` seconds: twice as many
+    under half the block time, half as many over twice it."""
+    target = block_seconds(fixed)
+    if took < target / 2:
+        return min(block * 2, MAX_BLOCK)
+    if took > 2 * target and block > 1:
+        return max(1, block // 2)
+    return block
+
+
+def blocks_seconds(rows: int, first: int, fixed: float, per_row: float) -> float:
+    """Seconds to explain ``rows`` rows block by block as the SHAP worker does (each call pays
+    ``fixed``; blocks grow and shrink by :func:`next_block`)."""
+    total, block, left = 0.0, max(1, int(first)), int(rows)
+    while left > 0:
+        took = fixed + per_row * min(block, left)
+        total += took
+        left -= block
+        block = next_block(block, took, fixed)
+    return total
 
 
 def predict_seconds_per_row(ctx: ModelContext) -> float:

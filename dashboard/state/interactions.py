@@ -96,24 +96,25 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
     brute force predicts each row once per distinct value of each feature and per
     distinct value pair of each pair (counted on the sample itself, so a column of few
     values costs what it costs), next to nothing by the tree walk; Tree SHAP
-    interactions next to nothing too.
+    interactions by a line measured on two probes (:func:`tree_interaction_line`).
     """
     from .costs import SLOW_VIEW_S, predict_seconds_per_row
 
     method, _ = interaction_method(ctx)
     brute_h = not _h_by_tree_walk(ctx)
     exact = measure == SHAP_MEASURE and method == "exact"
-    if not (brute_h or exact):
-        return 0.0, int(n_rows)
-    per_pred = predict_seconds_per_row(ctx)
-    if per_pred <= 0:
+    tree = measure == SHAP_MEASURE and method == "tree"
+    fixed, tree_row = tree_interaction_line(ctx) if tree else (0.0, 0.0)
+    per_pred = predict_seconds_per_row(ctx) if (brute_h or exact) else 0.0
+    if per_pred <= 0 and tree_row <= 0:
         return 0.0, int(n_rows)
     per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * per_pred if exact else 0.0
     h_overall_too = len(ctx.X.columns) > k and (measure != SHAP_MEASURE or method is None)
 
     def cost(n: int) -> float:
-        h = h_predictions(ctx, h_rows_used(ctx, n), h_overall_too, k) * per_pred if brute_h else 0.0
-        return h + per_row * (shap_rows_used(ctx, method, n) if exact else 0)
+        h = h_predictions(ctx, h_rows_used(ctx, n), h_overall_too, k) * per_pred if brute_h and per_pred > 0 else 0.0
+        shap_rows = shap_rows_used(ctx, method, n) if (exact or tree) else 0
+        return h + per_row * shap_rows + ((fixed + tree_row * shap_rows) if tree else 0.0)
 
     # the most rows whose cost fits the budget (the cost grows with the rows: nested samples)
     lo, hi = 2, max(2, min(int(n_rows), len(ctx.X)))
@@ -123,6 +124,18 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if cost(mid) <= SLOW_VIEW_S else (lo, mid - 1)
     return cost(int(n_rows)), max(20, lo)
+
+
+def tree_interaction_line(ctx: ModelContext) -> tuple[float, float]:
+    """(fixed seconds, seconds per row) of tree SHAP interaction values, from two probes."""
+    from .costs import probe_line
+
+    def run(rows):
+        from explainers.shap import TreeShap
+
+        TreeShap(ctx.model).interactions(rows, nan_is_missing="auto")
+
+    return probe_line(ctx, ("interactions_line", ctx.model_key, ctx.data_key), run)
 
 
 def h_predictions(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FEATURES) -> int:

@@ -89,7 +89,7 @@ else:
                f"at start (repeatable) or `{state.BATCH_ROOTS_ENV}`.")
 g1, g2 = st.columns(2)
 n_rows = int(g1.number_input("Rows in the sample", 10, 20_000, step=10,
-                             **state.bind("shap_n", 1_000 if state.shap_is_fast(ctx, method, output) else 30,
+                             **state.bind("shap_n", state.default_shap_rows(ctx, method, output),
                                           valid=lambda v: 10 <= v <= 20_000)))
 if source == "a sample of the data":
     with st.spinner("Measuring how long a row takes…"):

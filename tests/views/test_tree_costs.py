@@ -1,0 +1,97 @@
+"""Tree SHAP's cost before work (issue #29): a line (a call's fixed cost, the leaf tables it
+builds, plus a cost per row) from two probes, which decides whether the SHAP views start with
+1,000 rows, how many rows a slow model starts with (about 3 s of work), and the estimate of
+a sample. The clock is replaced by one that advances with the rows explained, so the checks
+count work, not time."""
+import pytest
+
+from dashboard.state import costs
+from dashboard.state.cache import ResultCache
+from dashboard.state.context import demo_context
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+
+@pytest.fixture
+def ctx():
+    return demo_context("diabetes_forest")
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """explain() costs FIXED + PER_ROW x rows on the fake clock; the rows asked are recorded."""
+    import explainers.shap as shap_mod
+
+    clock, calls = _Clock(), []
+    real = shap_mod.explain
+
+    def explain(model, X, **kw):
+        calls.append(len(X))
+        clock.now += 0.25 + 0.004 * len(X)
+        return real(model, X, **kw)
+
+    monkeypatch.setattr(shap_mod, "explain", explain)
+    monkeypatch.setattr(costs, "time", clock)
+    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    return calls
+
+
+def test_tree_line_from_two_probes(ctx, counted):
+    fixed, per_row = costs.shap_cost_line(ctx, "tree", "raw")
+    # one warm-up row, then the best of two runs of 4 rows and of 32 rows
+    assert counted == [1, 4, 4, 32, 32]
+    assert fixed == pytest.approx(0.25) and per_row == pytest.approx(0.004)
+    # 0.25 + 1,000 x 0.004 = 4.25 s: fast
+    assert costs.shap_is_fast(ctx, "tree", "raw") and costs.default_shap_rows(ctx, "tree", "raw") == 1000
+    assert costs.shap_cost_line(ctx, "tree", "raw") == (fixed, per_row) and len(counted) == 5  # cached
+
+
+def test_a_slow_tree_model_starts_with_three_seconds_of_rows(ctx, monkeypatch):
+    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: (0.5, 0.02))
+    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    assert not costs.shap_is_fast(ctx, "tree", "raw")  # 0.5 + 1,000 x 0.02 = 20.5 s
+    assert costs.default_shap_rows(ctx, "tree", "raw") == 120  # (3 - 0.5) / 0.02 = 125, in steps of 10
+    cost, fits = costs.sample_cost(ctx, "tree", 400, "raw")
+    # none explained yet: blocks of 75 rows ((2 s - 0.5 s) / 0.02 s: a block takes four times a
+    # call's fixed cost), six calls
+    assert costs.first_block(False, 0.5, 0.02) == 75
+    assert cost == pytest.approx(6 * 0.5 + 400 * 0.02)
+    assert fits == 470  # (10 - 0.5) / 0.02 = 475, in steps of 10
+    # auto on a tree model is tree SHAP, measured the same way
+    assert not costs.shap_is_fast(ctx, "auto", "raw")
+    # linear is known by kind: no probe
+    assert costs.shap_cost_line(ctx, "linear", "raw") == (0.0, 0.0)
+
+
+def test_blocks_follow_the_worker_policy():
+    """The estimate walks the blocks the SHAP worker will take: each call pays the fixed cost."""
+    # fast (first block 256 rows, 0.2 + 0.256 s: kept): 4 calls for 1,000 rows
+    assert costs.blocks_seconds(1000, 256, 0.2, 0.001) == pytest.approx(4 * 0.2 + 1.0)
+    # a quick block doubles: 256 (0.0256 s) -> 512 -> 232 left
+    assert costs.blocks_seconds(1000, 256, 0.0, 0.0001) == pytest.approx(0.1)
+    assert costs.next_block(256, 0.0256, 0.0) == 512
+    # a slow block halves; a call whose fixed cost dominates grows
+    assert costs.next_block(8, 1.5, 0.0) == 4
+    assert costs.next_block(8, 1.1, 1.0) == 16  # target 4 s: 1.1 s is under half of it
+    assert costs.first_block(True, 5.0, 1.0) == costs.FIRST_FAST_BLOCK
+
+
+def test_tree_interactions_are_estimated(ctx, monkeypatch):
+    """SHAP interaction values by tree: the page's estimate is the line through two probes."""
+    from dashboard.state import interactions as ia
+
+    monkeypatch.setattr(ia, "tree_interaction_line", lambda ctx: (1.0, 0.05))
+    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    assert ia.interaction_method(ctx)[0] == "tree" and ia._h_by_tree_walk(ctx)
+    n = ia.shap_rows_used(ctx, "tree", 300)
+    cost, fits = ia.interaction_cost(ctx, ia.SHAP_MEASURE, 300)
+    assert cost == pytest.approx(1.0 + 0.05 * n)
+    assert fits == 180  # 1 s + 180 x 0.05 s = 10 s
+    # the H measure alone: the tree walk, nothing to wait for
+    assert ia.interaction_cost(ctx, "H statistic", 300) == (0.0, 300)
