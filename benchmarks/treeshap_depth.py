@@ -47,15 +47,6 @@ from explainers.trees import flatten_model  # noqa: E402
 GOALS = {"rf": 0.1, "xgb": 0.2, "lgb": 0.2, "cat": 0.2}
 
 
-def _median(fn, repeats: int) -> float:
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
-
-
 def _interleaved(sides: dict, repeats: int) -> dict:
     """Median seconds of each side, taking the sides in turn."""
     times = {k: [] for k in sides}
@@ -202,7 +193,7 @@ def calibrate(repeats: int) -> None:
             lin.explain(rows[:5])
             t = _interleaved({"tab": lambda: tab.explain(rows), "lin": lambda: lin.explain(rows)}, repeats)
             masked = np.zeros(20, bool)
-            t_build = _median(lambda: tab._build_plan(masked, None, True, len(rows)), repeats)
+            t_build = _interleaved({"build": lambda: tab._build_plan(masked, None, True, len(rows))}, repeats)["build"]
             plan = tab._build_plan(masked, None, True, len(rows))
             table_rows, table_build, linear_rows = T.pd_tree_work(tab._nodes, plan.leaf_m, plan.pair, 1)
             nodes = float(len(tab._nodes["left"]))

@@ -41,6 +41,7 @@ import numpy as np
 from numba import njit
 
 from ._tree_kernels import _decisions
+from ._walk_kernels import load_block
 
 __all__ = ["LINEAR_BLOCK", "gauss_points", "linear_pd_rows", "linear_pd_interaction_rows", "points_for"]
 
@@ -189,10 +190,7 @@ def _linear_walk(X, rows, trees, node_offsets, feature, threshold, left, right, 
     nr = rows.shape[0]
     for b0 in range(0, nr, B):
         nb = min(B, nr - b0)
-        for r in range(nb):
-            row = rows[b0 + r]
-            for j in range(p):
-                xb[j, r] = X[row, j]
+        load_block(X, rows, b0, nb, xb)
         for ti in range(trees.shape[0]):
             t = trees[ti]
             n = tree_points[ti]
