@@ -21,6 +21,8 @@ from .warmup import wait_for_warmup
 COST_PROBE_ROWS, SLOW_VIEW_S = 2, 10.0
 #: rows a "fast" SHAP method explains within SLOW_VIEW_S (the global views' and importance's default)
 FAST_ROWS = 1_000
+#: a one-row SHAP probe quicker than this is timed again on COST_PROBE_ROWS rows
+PROBE_QUICK_S = 0.5
 #: seconds of work a slow view starts with (it offers more)
 START_VIEW_S = 3.0
 #: seconds one block of SHAP rows should take (long enough to share work within the block, short
@@ -157,16 +159,23 @@ def probe_line(ctx: ModelContext, key: tuple, run) -> tuple[float, float]:
 
 
 def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:
+    """Seconds per row of SHAP by this method and output: a one-row call first (kernels load,
+    a first call pays once), then, where that was quick, COST_PROBE_ROWS rows timed; a slow
+    model's one row is its own measure (its first-call costs are small beside it)."""
     def probe() -> float:
         from explainers.shap import explain
 
         wait_for_warmup()
         rows = sample_rows(ctx, COST_PROBE_ROWS)
+        bg = background(ctx)
         try:
-            if output == "proba":  # the probability game's kernels compile on their first call
-                explain(ctx.model, rows.iloc[:1], background=background(ctx), method=method, output=output)
             t0 = time.perf_counter()
-            explain(ctx.model, rows, background=background(ctx), method=method, output=output)
+            explain(ctx.model, rows.iloc[:1], background=bg, method=method, output=output)
+            first = time.perf_counter() - t0
+            if first > PROBE_QUICK_S:
+                return first
+            t0 = time.perf_counter()
+            explain(ctx.model, rows, background=bg, method=method, output=output)
         except ExplainerError:  # out of reach on this scale: the page falls back, and says so
             return 0.0
         return (time.perf_counter() - t0) / max(1, len(rows))
@@ -174,7 +183,7 @@ def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:
     return float(result_cache().get_or_compute(("shap_cost", ctx.model_key, ctx.data_key, method, output), probe))
 
 
-def sample_cost(ctx: ModelContext, method: str, n_rows: int, output: str = "auto") -> tuple[float, int]:
+def sample_cost(ctx: ModelContext, method: str, n_rows: int, output: str | None = "auto") -> tuple[float, int]:
     """(estimated seconds for the rows of a sample not yet explained, rows that fit in SLOW_VIEW_S)."""
     per_row = shap_seconds_per_row(ctx, method, output)
     if per_row <= 0:
@@ -272,17 +281,29 @@ PROBE_MAX_ROWS = 32_768
 
 def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int) -> tuple[float, int]:
     """(estimated seconds, rows that fit in SLOW_VIEW_S) of the Importance page's slow methods:
-    holdout permutation predicts every row once per feature and repeat, mean |SHAP| explains
-    every row; the training-split methods (MDI, the libraries' own) cost nothing."""
-    rows = min(int(max_rows), len(ctx.X))
-    per_row = 0.0
+    holdout permutation predicts each held-out row (at most ``max_rows``) once per feature and
+    repeat, mean |SHAP| explains a sample of ``max_rows`` rows of the data (the SHAP sample's
+    estimate, blocks included); the training-split methods (MDI, the libraries' own) cost
+    nothing here."""
+    from .rows import split_rows
+
+    perm_row = 0.0
     if "permutation" in methods:
-        per_row += (int(n_repeats) * ctx.X.shape[1] + 1) * predict_seconds_per_row(ctx)
-    if "shap" in methods:
-        per_row += shap_seconds_per_row(ctx, "auto")
-    if per_row <= 0:
-        return 0.0, rows
-    return per_row * rows, int(SLOW_VIEW_S / per_row) // 50 * 50  # 0: even the fewest rows (50) take longer
+        perm_row = (int(n_repeats) * ctx.X.shape[1] + 1) * predict_seconds_per_row(ctx)
+    shap = "shap" in methods and shap_seconds_per_row(ctx, "auto") > 0
+    if perm_row <= 0 and not shap:
+        return 0.0, min(int(max_rows), len(ctx.X))
+    held = len(split_rows(ctx)[1][0])
+
+    def cost(m: int) -> float:
+        return perm_row * min(m, held) + (sample_cost(ctx, "auto", m, None)[0] if shap else 0.0)
+
+    fits = 0  # 0: even the fewest rows (50) take longer
+    for m in range(50, max(50, int(max_rows)) + 1, 50):
+        if cost(m) > SLOW_VIEW_S:
+            break
+        fits = m
+    return cost(int(max_rows)), fits
 
 
 def fmt_seconds(s: float) -> str:

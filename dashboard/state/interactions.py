@@ -16,6 +16,7 @@ Keyed like the other pages' calls by the model and data fingerprints plus every 
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 
@@ -91,28 +92,28 @@ def _h_by_tree_walk(ctx: ModelContext) -> bool:
 def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_FEATURES) -> tuple[float, int]:
     """(estimated seconds, rows that fit in about 10 s) of the page's computation.
 
-    Exact SHAP interactions predict every coalition of every row over the background
-    (when the SHAP measure is shown); Friedman's H (always computed for the table) by
-    brute force predicts each row once per distinct value of each feature and per
-    distinct value pair of each pair (counted on the sample itself, so a column of few
-    values costs what it costs), next to nothing by the tree walk; Tree SHAP
-    interactions by a line measured on two probes (:func:`tree_interaction_line`).
+    The page computes SHAP interaction values whichever measure it shows (the table has
+    both) and Friedman's H of the heatmap's pairs. Exact SHAP interactions predict every
+    coalition of every row over the background; tree SHAP interactions follow a line
+    measured on two probes (:func:`tree_interaction_line`); brute-force H predicts each
+    row once per distinct value of each feature and per distinct value pair of each pair
+    (counted on the sample itself, so a column of few values costs what it costs); H by
+    the tree walk follows a power of the rows measured on two probes (:func:`h_walk_seconds`).
     """
     from .costs import SLOW_VIEW_S, predict_seconds_per_row
 
     method, _ = interaction_method(ctx)
     brute_h = not _h_by_tree_walk(ctx)
-    exact = measure == SHAP_MEASURE and method == "exact"
-    tree = measure == SHAP_MEASURE and method == "tree"
+    exact, tree = method == "exact", method == "tree"
     fixed, tree_row = tree_interaction_line(ctx) if tree else (0.0, 0.0)
     per_pred = predict_seconds_per_row(ctx) if (brute_h or exact) else 0.0
-    if per_pred <= 0 and tree_row <= 0:
-        return 0.0, int(n_rows)
     per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * per_pred if exact else 0.0
     h_overall_too = len(ctx.X.columns) > k and (measure != SHAP_MEASURE or method is None)
 
     def cost(n: int) -> float:
-        h = h_predictions(ctx, h_rows_used(ctx, n), h_overall_too, k) * per_pred if brute_h and per_pred > 0 else 0.0
+        n_h = h_rows_used(ctx, n)
+        h = (h_predictions(ctx, n_h, h_overall_too, k) * per_pred if brute_h
+             else h_walk_seconds(ctx, n_h, h_overall_too, k))
         shap_rows = shap_rows_used(ctx, method, n) if (exact or tree) else 0
         return h + per_row * shap_rows + ((fixed + tree_row * shap_rows) if tree else 0.0)
 
@@ -124,6 +125,51 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if cost(mid) <= SLOW_VIEW_S else (lo, mid - 1)
     return cost(int(n_rows)), max(20, lo)
+
+
+#: rows of the two probes of H by the tree walk
+H_PROBE_ROWS = (40, 80)
+
+
+def h_walk_seconds(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FEATURES) -> float:
+    """Seconds of H by the tree walk on ``n`` rows: the pairs of ``k`` features (for a wide model,
+    the ``k`` with the most distinct values: an upper bound), and every feature's overall H
+    when the features are ranked by it. Two probes give a power of the rows (between 1 and
+    2: a feature's grid grows with the rows until the trees' thresholds bound it)."""
+    from .warmup import wait_for_warmup
+
+    def probe() -> tuple[float, float, int]:
+        from explainers.interactions import h_statistic
+
+        wait_for_warmup()
+        rows = sample_rows(ctx, H_PROBE_ROWS[1])
+        cols = [str(c) for c in rows.columns]
+        distinct = rows.nunique(dropna=False).to_numpy()
+        feats = cols if len(cols) <= k else [cols[i] for i in np.argsort(-distinct, kind="stable")[:k]]
+        model, ci = effects_model(ctx), h_class(ctx)
+
+        def took(m: int) -> float:
+            t0 = time.perf_counter()
+            h_statistic(model, rows.iloc[:m], features=feats, sample=None, class_index=ci)
+            if overall_too:
+                h_statistic(model, rows.iloc[:m], pairs=[(cols[0], cols[1])], features=cols, sample=None,
+                            class_index=ci)
+            return time.perf_counter() - t0
+
+        try:
+            took(min(8, len(rows)))  # kernels load
+            n1, n2 = min(H_PROBE_ROWS[0], len(rows)), len(rows)
+            return took(n1), took(n2), n1
+        except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+            return 0.0, 0.0, 1
+
+    t1, t2, n1 = result_cache().get_or_compute(("ia_h_walk_probe", ctx.model_key, ctx.data_key, bool(overall_too),
+                                                int(k), scale_key(ctx)), probe)
+    n2 = min(H_PROBE_ROWS[1], len(ctx.X))
+    if t2 <= 0 or n2 <= n1:
+        return float(t2)
+    alpha = min(2.0, max(1.0, np.log(max(t2, 1e-9) / max(t1, 1e-9)) / np.log(n2 / n1)))
+    return float(t2 * (max(n, 1) / n2) ** alpha)
 
 
 def tree_interaction_line(ctx: ModelContext) -> tuple[float, float]:

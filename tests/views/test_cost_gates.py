@@ -11,6 +11,7 @@ from tests.views._app import load_demo, open_page
 def slow(monkeypatch):
     monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 0.001)  # 1,000 rows/s
     monkeypatch.setattr(costs, "shap_seconds_per_row", lambda ctx, method, output="auto": 0.01)
+    monkeypatch.setattr(costs, "shap_fixed_seconds", lambda ctx, method, output="auto": 0.0)
 
 
 def _warnings(at):
@@ -19,14 +20,26 @@ def _warnings(at):
 
 def test_importance_page_waits_for_a_slow_model(slow):
     at = open_page("views/importance.py")
-    # the diabetes demo's 442 rows x ((5 repeats x 10 features + 1) predictions at 1,000 rows/s
-    # + 0.01 s of SHAP): 27 s
-    assert any("takes about **27 s**" in w for w in _warnings(at)), _warnings(at)
+    # the demo's held-out rows x (5 repeats x 10 features + 1) predictions at 1,000 rows/s,
+    # and its 442 rows of SHAP at 0.01 s a row
+    from dashboard.state import DEFAULT_DEMO
+    from dashboard.state.context import demo_context
+    from dashboard.state.rows import split_rows
+
+    ctx = demo_context(DEFAULT_DEMO)
+    held, n = len(split_rows(ctx)[1][0]), len(ctx.X)
+    assert (held, n) == (111, 442)
+
+    def cost(m):
+        return min(m, held) * 51 * 0.001 + min(m, n) * 0.01
+
+    assert any(f"takes about **{costs.fmt_seconds(cost(1000))}**" in w for w in _warnings(at)), _warnings(at)
     assert not at.get("plotly_chart")  # nothing computed yet
+    fits = max(m for m in range(50, 1001, 50) if cost(m) <= 10)
     fewer = [b for b in at.button if b.label.startswith("Use ")]
-    assert fewer and fewer[0].label == "Use 150 rows"  # 10 s / 0.061 s a row, in steps of 50
+    assert fits == 400 and fewer and fewer[0].label == "Use 400 rows"  # 5.7 s + 400 x 0.01 s
     fewer[0].click().run()
-    assert at.number_input(key="imp_rows").value == 150
+    assert at.number_input(key="imp_rows").value == 400
     assert not _warnings(at) or not any("takes about" in w for w in _warnings(at))
     assert at.get("plotly_chart") and not at.exception
 

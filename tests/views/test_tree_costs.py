@@ -83,15 +83,32 @@ def test_blocks_follow_the_worker_policy():
 
 
 def test_tree_interactions_are_estimated(ctx, monkeypatch):
-    """SHAP interaction values by tree: the page's estimate is the line through two probes."""
+    """The Interactions page computes SHAP interaction values (tree: a line through two probes)
+    whichever measure it shows, and H of the heatmap's pairs (tree walk: a power of the rows)."""
     from dashboard.state import interactions as ia
 
     monkeypatch.setattr(ia, "tree_interaction_line", lambda ctx: (1.0, 0.05))
-    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    monkeypatch.setattr(ia, "h_walk_seconds", lambda ctx, n, overall_too, k=12: 0.01 * n)
     assert ia.interaction_method(ctx)[0] == "tree" and ia._h_by_tree_walk(ctx)
-    n = ia.shap_rows_used(ctx, "tree", 300)
-    cost, fits = ia.interaction_cost(ctx, ia.SHAP_MEASURE, 300)
-    assert cost == pytest.approx(1.0 + 0.05 * n)
-    assert fits == 180  # 1 s + 180 x 0.05 s = 10 s
-    # the H measure alone: the tree walk, nothing to wait for
-    assert ia.interaction_cost(ctx, "H statistic", 300) == (0.0, 300)
+    want = 1.0 + 0.05 * ia.shap_rows_used(ctx, "tree", 300) + 0.01 * ia.h_rows_used(ctx, 300)
+    for measure in (ia.SHAP_MEASURE, ia.H_MEASURE):
+        cost, fits = ia.interaction_cost(ctx, measure, 300)
+        assert cost == pytest.approx(want)
+        assert fits == 150  # 1 s + 150 x (0.05 + 0.01) s = 10 s
+
+
+class _Probe:
+    def __init__(self, value):
+        self.value = value
+
+    def get_or_compute(self, key, compute):
+        return self.value
+
+
+@pytest.mark.parametrize("probe, want", [((1.0, 4.0, 40), 4.0 * (300 / 80) ** 2),  # quadratic growth
+                                         ((1.0, 1.5, 40), 1.5 * (300 / 80))])  # below linear: taken as linear
+def test_h_walk_grows_by_the_probes_power(ctx, monkeypatch, probe, want):
+    from dashboard.state import interactions as ia
+
+    monkeypatch.setattr(ia, "result_cache", lambda: _Probe(probe))
+    assert ia.h_walk_seconds(ctx, 300, False) == pytest.approx(want)
