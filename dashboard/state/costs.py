@@ -21,8 +21,6 @@ from .warmup import wait_for_warmup
 COST_PROBE_ROWS, SLOW_VIEW_S = 2, 10.0
 #: rows a "fast" SHAP method explains within SLOW_VIEW_S (the global views' and importance's default)
 FAST_ROWS = 1_000
-#: a one-row SHAP probe quicker than this is timed again on COST_PROBE_ROWS rows
-PROBE_QUICK_S = 0.5
 #: seconds of work a slow view starts with (it offers more)
 START_VIEW_S = 3.0
 #: seconds one block of SHAP rows should take (long enough to share work within the block, short
@@ -160,8 +158,7 @@ def probe_line(ctx: ModelContext, key: tuple, run) -> tuple[float, float]:
 
 def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:
     """Seconds per row of SHAP by this method and output: a one-row call first (kernels load,
-    a first call pays once), then, where that was quick, COST_PROBE_ROWS rows timed; a slow
-    model's one row is its own measure (its first-call costs are small beside it)."""
+    a first call pays once), then COST_PROBE_ROWS rows timed."""
     def probe() -> float:
         from explainers.shap import explain
 
@@ -169,11 +166,7 @@ def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:
         rows = sample_rows(ctx, COST_PROBE_ROWS)
         bg = background(ctx)
         try:
-            t0 = time.perf_counter()
             explain(ctx.model, rows.iloc[:1], background=bg, method=method, output=output)
-            first = time.perf_counter() - t0
-            if first > PROBE_QUICK_S:
-                return first
             t0 = time.perf_counter()
             explain(ctx.model, rows, background=bg, method=method, output=output)
         except ExplainerError:  # out of reach on this scale: the page falls back, and says so

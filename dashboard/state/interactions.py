@@ -128,17 +128,18 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
 
 
 #: rows of the two probes of H by the tree walk
-H_PROBE_ROWS = (40, 80)
+H_PROBE_ROWS = (20, 60)
 
 
 def h_walk_seconds(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FEATURES) -> float:
     """Seconds of H by the tree walk on ``n`` rows: the pairs of ``k`` features (for a wide model,
     the ``k`` with the most distinct values: an upper bound), and every feature's overall H
-    when the features are ranked by it. Two probes give a power of the rows (between 1 and
-    2: a feature's grid grows with the rows until the trees' thresholds bound it)."""
+    when the features are ranked by it. The line through two probes (its slope at least 0):
+    much of the walk's time does not grow with the rows (the grids are bounded by the trees'
+    thresholds; each feature and pair costs a walk of every tree)."""
     from .warmup import wait_for_warmup
 
-    def probe() -> tuple[float, float, int]:
+    def probe() -> tuple[float, float, int, int]:
         from explainers.interactions import h_statistic
 
         wait_for_warmup()
@@ -157,19 +158,16 @@ def h_walk_seconds(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FE
             return time.perf_counter() - t0
 
         try:
-            took(min(8, len(rows)))  # kernels load
             n1, n2 = min(H_PROBE_ROWS[0], len(rows)), len(rows)
-            return took(n1), took(n2), n1
+            took(min(4, len(rows)))  # kernels load
+            return took(n1), took(n2), n1, n2
         except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
-            return 0.0, 0.0, 1
+            return 0.0, 0.0, 1, 1
 
-    t1, t2, n1 = result_cache().get_or_compute(("ia_h_walk_probe", ctx.model_key, ctx.data_key, bool(overall_too),
-                                                int(k), scale_key(ctx)), probe)
-    n2 = min(H_PROBE_ROWS[1], len(ctx.X))
-    if t2 <= 0 or n2 <= n1:
-        return float(t2)
-    alpha = min(2.0, max(1.0, np.log(max(t2, 1e-9) / max(t1, 1e-9)) / np.log(n2 / n1)))
-    return float(t2 * (max(n, 1) / n2) ** alpha)
+    t1, t2, n1, n2 = result_cache().get_or_compute(("ia_h_walk_line", ctx.model_key, ctx.data_key, bool(overall_too),
+                                                    int(k), scale_key(ctx)), probe)
+    slope = max(0.0, (t2 - t1) / (n2 - n1)) if n2 > n1 else 0.0
+    return float(max(t2, 0.0) + slope * max(0, n - n2))
 
 
 def tree_interaction_line(ctx: ModelContext) -> tuple[float, float]:

@@ -105,9 +105,9 @@ class _Probe:
         return self.value
 
 
-@pytest.mark.parametrize("probe, want", [((1.0, 4.0, 40), 4.0 * (300 / 80) ** 2),  # quadratic growth
-                                         ((1.0, 1.5, 40), 1.5 * (300 / 80))])  # below linear: taken as linear
-def test_h_walk_grows_by_the_probes_power(ctx, monkeypatch, probe, want):
+@pytest.mark.parametrize("probe, want", [((1.0, 3.0, 20, 60), 3.0 + 2.0 / 40 * 240),  # the line on
+                                         ((3.9, 3.5, 20, 60), 3.5)])  # a walk whose rows cost nothing: flat
+def test_h_walk_follows_the_line_through_two_probes(ctx, monkeypatch, probe, want):
     from dashboard.state import interactions as ia
 
     monkeypatch.setattr(ia, "result_cache", lambda: _Probe(probe))
