@@ -182,7 +182,9 @@ def _explain_sample(ctx: ModelContext, n_rows: int, method: str, output: str, pr
     store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method, output), _RowStore)
     total = len(positions)
     fixed = shap_fixed_seconds(ctx, method, output)
-    block = first_block(shap_is_fast(ctx, method, output), fixed, shap_seconds_per_row(ctx, method, output))
+    fast = shap_is_fast(ctx, method, output)
+    # a method known slow by kind starts at one row (no probe: the page's estimate may not have run)
+    block = first_block(fast, fixed, shap_seconds_per_row(ctx, method, output)) if (fast or fixed > 0) else 1
     cancel = threading.Event()
     state: dict = {}
     worker = None

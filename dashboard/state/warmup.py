@@ -53,7 +53,8 @@ def _warm_kernels() -> None:
         for kind in ("both", "average"):
             partial_dependence(forest, X, [0], grid_resolution=3, kind=kind)
         partial_dependence(mlp, X, [0], grid_resolution=3, kind="average")
-        explain(forest, X[:2])
+        explain(forest, X[:2])  # path-dependent, few rows: the linear walk
+        explain(forest, X[:2], background=X[:5])  # against a background: the pages' game
         # the probability game of a boosting classifier (the SHAP pages' default scale)
         from sklearn.ensemble import GradientBoostingClassifier
 
