@@ -83,25 +83,26 @@ def shap_cost_line(ctx: ModelContext, method: str, output: str | None = None) ->
     """(seconds a call costs whatever its rows, seconds per row) of SHAP with this method and
     output: (0, 0) for the linear method; for tree SHAP two probes (the fixed part is
     the leaf tables each call builds); else the per-row time of a small probe."""
-    from .outputs import _margin_is_native
-
     output = _output(ctx, method, output)
-    fast = _by_kind_fast(ctx, method, output)
-    if fast is True:
+    if _by_kind_fast(ctx, method, output) is True:
         return 0.0, 0.0
-    if fast is None and not (output == "proba" and _margin_is_native(ctx)):
+    if _on_line(ctx, method, output):
         return _tree_line(ctx, method, output)
     return 0.0, _probe_seconds(ctx, method, output)
 
 
-def shap_fixed_seconds(ctx: ModelContext, method: str, output: str | None = None) -> float:
-    """Seconds a SHAP call costs whatever its rows (tree SHAP's leaf tables; else 0)."""
+def _on_line(ctx: ModelContext, method: str, output: str) -> bool:
+    """Whether this SHAP's cost is the tree line (fixed + per row), not a per-row probe: tree
+    SHAP, except a boosting model's probability game."""
     from .outputs import _margin_is_native
 
+    return _by_kind_fast(ctx, method, output) is None and not (output == "proba" and _margin_is_native(ctx))
+
+
+def shap_fixed_seconds(ctx: ModelContext, method: str, output: str | None = None) -> float:
+    """Seconds a SHAP call costs whatever its rows (tree SHAP's leaf tables; else 0)."""
     output = _output(ctx, method, output)
-    if _by_kind_fast(ctx, method, output) is None and not (output == "proba" and _margin_is_native(ctx)):
-        return _tree_line(ctx, method, output)[0]
-    return 0.0
+    return _tree_line(ctx, method, output)[0] if _on_line(ctx, method, output) else 0.0
 
 
 def default_shap_rows(ctx: ModelContext, method: str, output: str | None = None) -> int:

@@ -43,7 +43,8 @@ from numba import njit
 from ._tree_kernels import _decisions
 from ._walk_kernels import load_block
 
-__all__ = ["LINEAR_BLOCK", "gauss_points", "linear_pd_rows", "linear_pd_interaction_rows", "points_for"]
+__all__ = ["LINEAR_BLOCK", "gauss_points", "linear_pd_rows", "linear_pd_interaction_rows", "points_for",
+           "tree_quadrature"]
 
 #: rows per block of the linear walk
 LINEAR_BLOCK = 64
@@ -52,6 +53,15 @@ LINEAR_BLOCK = 64
 def points_for(m: int) -> int:
     """Gauss-Legendre points that integrate a leaf polynomial of ``m`` players exactly."""
     return max(1, -(-int(m) // 2))
+
+
+def tree_quadrature(leaf_m: np.ndarray, left: np.ndarray, node_offsets: np.ndarray, trees: np.ndarray):
+    """``(points, gl_t, gl_w)`` for the walk of ``trees``: each tree's quadrature points
+    (:func:`points_for` of its largest leaf's player count ``leaf_m``, -1 at internal nodes)
+    and the rules of :func:`gauss_points` up to the largest."""
+    max_m = np.maximum.reduceat(np.where(left < 0, leaf_m, 0), node_offsets[:-1])[trees]
+    points = np.array([points_for(m) for m in max_m], np.int64)
+    return (points, *gauss_points(int(points.max(initial=1))))
 
 
 def gauss_points(max_points: int) -> tuple[np.ndarray, np.ndarray]:

@@ -398,10 +398,8 @@ def _with_points(plan: _Plan, nd: dict, iv: bool) -> _Plan:
     """The quadrature points of the trees without tables (path-dependent: the linear walk)."""
     if iv or not len(plan.direct_trees):
         return plan
-    m_leaf = np.where(nd["left"] < 0, plan.leaf_m, 0)
-    max_m = np.maximum.reduceat(m_leaf, nd["node_offsets"][:-1])[plan.direct_trees]
-    plan.tree_points = np.array([LK.points_for(m) for m in max_m], np.int64)
-    plan.gl_t, plan.gl_w = LK.gauss_points(int(plan.tree_points.max()))
+    plan.tree_points, plan.gl_t, plan.gl_w = LK.tree_quadrature(plan.leaf_m, nd["left"], nd["node_offsets"],
+                                                                plan.direct_trees)
     return plan
 
 

@@ -466,12 +466,9 @@ class TreeShap:
         if self.mode == "interventional" or self.algorithm == "textbook":
             plan.text_trees = trees
             return plan
-        m_leaf = np.where(self._nodes["left"] < 0, leaf_m, 0)
-        max_m = np.maximum.reduceat(m_leaf, self._nodes["node_offsets"][:-1])
-        points = np.array([LK.points_for(m) for m in max_m[trees]], np.int64)
         plan.linear_trees = trees
-        plan.tree_points = points
-        plan.gl_t, plan.gl_w = LK.gauss_points(int(points.max(initial=1)))
+        plan.tree_points, plan.gl_t, plan.gl_w = LK.tree_quadrature(
+            leaf_m, self._nodes["left"], self._nodes["node_offsets"], trees)
         return plan
 
     def _leaf_counts(self, masked: np.ndarray) -> np.ndarray:
