@@ -206,12 +206,33 @@ def test_tree_blocks_of_rows(tree_fits, name, monkeypatch):
     model, Xf = tree_fits[name]
     b = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="brute")
     for ice_rows, sum_rows in [(7, 13), (1, 1), (len(Xf) - 1, len(Xf) + 5)]:
-        monkeypatch.setattr(pdp_module, "_TREE_BLOCK_ROWS", ice_rows)
+        monkeypatch.setattr(pdp_module, "_TREE_BLOCK_ROWS", (ice_rows, ice_rows, 10**9))
         monkeypatch.setattr(pdp_module, "_TREE_SUM_BLOCK_ROWS", sum_rows)
         t = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree")
         a = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree", kind="average")
         np.testing.assert_allclose(t.individual, b.individual, **TOL)
         np.testing.assert_allclose(a.average, b.average, **TOL)
+
+
+def test_ice_block_rows_bounds():
+    """Blocks are balanced over threads and bounded by rows and by values held."""
+    import numba
+
+    lo, hi, values = pdp_module._TREE_BLOCK_ROWS
+    before = numba.get_num_threads()
+    try:
+        for threads in range(1, min(4, numba.config.NUMBA_NUM_THREADS) + 1):
+            numba.set_num_threads(threads)
+            for n in (1, 31, 1000, 4097, 100_000):
+                for per_row in (1, 150, 7500, 10**7):
+                    b = pdp_module.ice_block_rows(n, per_row)
+                    n_blocks = -(-n // b)
+                    assert lo <= b <= hi
+                    assert b == lo or b * per_row <= values
+                    # whole rounds of blocks over the threads, unless a block is at its floor
+                    assert b == lo or n_blocks % threads == 0 or n_blocks < threads
+    finally:
+        numba.set_num_threads(before)
 
 
 def test_tree_grid_points_on_thresholds(tree_fits):

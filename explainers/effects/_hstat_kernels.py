@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..trees.walks import prefix_sum, walk_block
+from ..trees.walks import prefix_sums, walk_block
 
 __all__ = ["pd2_points_kernel"]
 
@@ -59,12 +59,15 @@ def pd2_points_kernel(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, 
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        D = np.zeros((m, G1, G2, R))
+        D = np.zeros((G1, G2, R, m))
         walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
                    roots, depth, D, True)
+        prefix_sums(D)
         acc = sums[blk]
-        for i in range(m):
-            Di = D[i]
-            prefix_sum(Di, G1, G2)
-            for q in range(P):
-                acc[q] += _output(Di[p1[q], p2[q]], base, scale, tcode, col)
+        cell = np.empty(R)
+        for q in range(P):
+            Dq = D[p1[q], p2[q]]
+            for i in range(m):
+                for r in range(R):
+                    cell[r] = Dq[r, i]
+                acc[q] += _output(cell, base, scale, tcode, col)

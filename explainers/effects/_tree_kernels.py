@@ -2,9 +2,10 @@
 
 They run the group walk of :mod:`explainers.trees.walks` over a sorted grid on one
 or two target features and turn the summed leaf values into ICE curves
-(:func:`ice_tree_kernel`) or, for an identity transform, straight into the
-average (:func:`pd_sum_kernel`: a leaf then costs one update per row group
-rather than one per row). :func:`recursion_kernel` is scikit-learn's weighted
+(:func:`ice_tree_kernel`) or straight into the average: for an identity
+transform by :func:`pd_sum_kernel` (a leaf then costs one update per row group
+rather than one per row), for any other by :func:`pd_mean_kernel` (per row,
+with no ICE array written). :func:`recursion_kernel` is scikit-learn's weighted
 (``method="recursion"``) tree traversal.
 """
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..trees.walks import prefix_sum, walk_block
+from ..trees.walks import prefix_sum, prefix_sums, walk_block
 
-__all__ = ["ice_tree_kernel", "pd_sum_kernel", "recursion_kernel"]
+__all__ = ["ice_tree_kernel", "pd_mean_kernel", "pd_sum_kernel", "recursion_kernel"]
+
+#: rows whose outputs are written together when ICE is finished from the sums
+_TILE = 16
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -39,38 +43,86 @@ def ice_tree_kernel(
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        D = np.zeros((m, G1, G2, R))
+        D = np.zeros((G1, G2, R, m))
         walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
                    value, roots, depth, D, True)
-        for i in range(start, stop):
-            Di = D[i - start]
-            prefix_sum(Di, G1, G2)
+        prefix_sums(D)
+        for i0 in range(0, m, _TILE):  # a few rows at a time: their outputs stay in cache
             for a in range(G1):
                 for b in range(G2):
-                    if tcode == 0:
-                        for r in range(R):
-                            out[i, a, b, r] = base[r] + scale * Di[a, b, r]
-                    elif tcode == 1:
-                        for r in range(R):
-                            out[i, a, b, r] = np.exp(base[r] + scale * Di[a, b, r])
-                    elif tcode == 2:
-                        p = 1.0 / (1.0 + np.exp(-(base[0] + scale * Di[a, b, 0])))
-                        out[i, a, b, 0] = 1.0 - p
-                        out[i, a, b, 1] = p
-                    else:
-                        m = -np.inf
-                        for r in range(R):
-                            z = base[r] + scale * Di[a, b, r]
-                            out[i, a, b, r] = z
-                            if z > m:
-                                m = z
-                        s = 0.0
-                        for r in range(R):
-                            e = np.exp(out[i, a, b, r] - m)
-                            out[i, a, b, r] = e
-                            s += e
-                        for r in range(R):
-                            out[i, a, b, r] /= s
+                    Dab = D[a, b]
+                    for i in range(i0, min(m, i0 + _TILE)):
+                        _transform_into(Dab, i, base, scale, tcode, out[start + i, a, b])
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def pd_mean_kernel(
+    Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots, base, scale,
+    tcode, max_depth, block, sums,
+):  # pragma: no cover - compiled
+    """Sum over the rows of ``Xw`` of the transformed outputs at every grid point.
+
+    The average of a non-identity transform with no ICE kept: as
+    :func:`ice_tree_kernel`, but each block adds its rows' outputs into
+    ``sums[blk]`` (shape (n_blocks, G1, G2, K)) instead of writing them out.
+    """
+    n = Xw.shape[0]
+    R = value.shape[1]
+    K = sums.shape[3]
+    depth = max_depth + 2
+    n_blocks = (n + block - 1) // block
+    for blk in prange(n_blocks):
+        start = blk * block
+        stop = min(n, start + block)
+        m = stop - start
+        D = np.zeros((G1, G2, R, m))
+        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                   value, roots, depth, D, True)
+        prefix_sums(D)
+        acc = sums[blk]
+        cell = np.empty(K)
+        for a in range(G1):
+            for b in range(G2):
+                Dab = D[a, b]
+                for i in range(m):
+                    _transform_into(Dab, i, base, scale, tcode, cell)
+                    for k in range(K):
+                        acc[a, b, k] += cell[k]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _transform_into(Dab, i, base, scale, tcode, o):  # pragma: no cover - compiled
+    """Row i's outputs at one grid point from its tree sums ``Dab[:, i]`` into ``o``.
+
+    tcode: 0 identity, 1 exp, 2 sigmoid (two columns: 1 - p, p), 3 softmax.
+    """
+    R = Dab.shape[0]
+    if tcode == 0:
+        for r in range(R):
+            o[r] = base[r] + scale * Dab[r, i]
+    elif tcode == 1:
+        for r in range(R):
+            o[r] = np.exp(base[r] + scale * Dab[r, i])
+    elif tcode == 2:
+        p = 1.0 / (1.0 + np.exp(-(base[0] + scale * Dab[0, i])))
+        o[0] = 1.0 - p
+        o[1] = p
+    else:
+        top = -np.inf
+        arg = 0
+        for r in range(R):
+            z = base[r] + scale * Dab[r, i]
+            o[r] = z
+            if z > top:
+                top = z
+                arg = r
+        total = 0.0
+        for r in range(R):
+            e = 1.0 if r == arg else np.exp(o[r] - top)  # exp(0) is exactly 1: one exp fewer
+            o[r] = e
+            total += e
+        for r in range(R):
+            o[r] /= total
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -80,7 +132,7 @@ def pd_sum_kernel(
 ):  # pragma: no cover - compiled
     """Sum over the rows of ``Xw`` of the unscaled tree sums at every grid point.
 
-    ``sums`` has shape (n_blocks, G1, G2, n_raw); block ``k`` receives the sum
+    ``sums`` has shape (n_blocks, G1, G2, n_raw, 1); block ``k`` receives the sum
     over its rows (after the prefix sums). For an identity transform the
     partial dependence is ``base + scale * sums.sum(0) / n``: a leaf then costs
     one update per row group, not one per row.
@@ -91,10 +143,10 @@ def pd_sum_kernel(
     for blk in prange(n_blocks):
         start = blk * block
         stop = min(n, start + block)
-        D = sums[blk : blk + 1]
+        D = sums[blk]
         walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
                    value, roots, depth, D, False)
-        prefix_sum(D[0], G1, G2)
+        prefix_sums(D)
 
 
 @njit(cache=True, nogil=True)

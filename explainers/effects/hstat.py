@@ -241,8 +241,6 @@ class _Tree:
     method = "tree"
 
     def __init__(self, adapter: ModelAdapter, work: pd.DataFrame, ens, transform: str):
-        from ..trees.walks import pack_nodes
-
         self.adapter = adapter
         self.work = work
         self.ens = ens
@@ -260,7 +258,7 @@ class _Tree:
         # two-feature PD the grid walk computes (the points kernel takes ordered grids only)
         self.special = self.distinct | set(np.flatnonzero(np.isnan(self.Xw).any(axis=0)).tolist())
         self.col = adapter.class_index if adapter.class_index is not None else 0
-        self.nodes, self.thr = pack_nodes(ens.feature, ens.threshold, ens.left, ens.right)
+        self.nodes, self.thr = ens.packed_nodes
         self.R = ens.n_raw
         self.K = 2 if transform == "sigmoid" else ens.n_raw
 

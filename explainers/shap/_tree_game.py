@@ -43,12 +43,10 @@ class TreePredictor:
     """The adapter's output columns for numeric rows, from the flattened trees."""
 
     def __init__(self, ens, kind: str, n_cols: int):
-        from ..trees.walks import pack_nodes
-
         self.ens = ens
         self.kind = kind  # "value" | "margin" | "proba" | "log_odds"
         self.n_cols = n_cols
-        self.nodes, self.thr = pack_nodes(ens.feature, ens.threshold, ens.left, ens.right)
+        self.nodes, self.thr = ens.packed_nodes
         # per tree: its distinct split features, and each feature's bit position in it
         T, p = ens.n_trees, ens.n_features
         self.n_tree_features = np.zeros(T, dtype=np.int64)

@@ -48,6 +48,7 @@ The tests check each reader's reconstruction against the library's own
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -170,6 +171,13 @@ class TreeEnsemble:
             object.__setattr__(self, "cat_bits", np.zeros(0, np.int64))
         if self.categories is None:
             object.__setattr__(self, "categories", (None,) * int(self.n_features))
+
+    @cached_property
+    def packed_nodes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The walk's node records, built once per ensemble (:func:`~explainers.trees.walks.pack_nodes`)."""
+        from .walks import pack_nodes
+
+        return pack_nodes(self.feature, self.threshold, self.left, self.right)
 
     @property
     def has_rules(self) -> bool:
@@ -336,12 +344,12 @@ class TreeEnsemble:
         -------
         ndarray of shape (n_samples, n_raw)
         """
-        from .walks import pack_nodes, rules_of, tree_sums_kernel
+        from .walks import rules_of, tree_sums_kernel
 
         Xw = self.prepare_inputs(X)
         if Xw.ndim != 2 or Xw.shape[1] != self.n_features:
             raise ValueError(f"expected rows of {self.n_features} columns, got shape {Xw.shape}")
-        nodes, thr = pack_nodes(self.feature, self.threshold, self.left, self.right)
+        nodes, thr = self.packed_nodes
         total = np.empty((len(Xw), self.n_raw))
         tree_sums_kernel(Xw, nodes, thr, self.missing_go_left, *rules_of(self), np.ascontiguousarray(self.value),
                          self.roots, self.max_depth, 256, total)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["split_positions", "grid_slices", "pack_nodes", "tree_sums_kernel", "walk_block", "prefix_sum", "goes_left",
+__all__ = ["split_positions", "grid_slices", "pack_nodes", "tree_sums_kernel", "walk_block", "prefix_sum", "prefix_sums", "goes_left",
            "rule_left", "rules_of"]
 
 
@@ -136,6 +136,12 @@ def pack_nodes(feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, rig
     return nodes, thr
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _add_rows(d, idx, a, b, v):  # pragma: no cover - compiled
+    for j in range(a, b):
+        d[idx[j]] += v
+
+
 @njit(cache=True, nogil=True)
 def _walk_group(
     XbT, idx, tmp, m, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, root, D,
@@ -151,8 +157,10 @@ def _walk_group(
     the same comparison, so no per-row branch is mispredicted); at a split on
     a target feature the whole group follows both children with its grid range
     cut; at a leaf the value goes into the difference array, once per row
-    (``per_row``: ``D[row]``) or once for the group weighted by its size
-    (``D[0]``). Partitioning keeps the set of rows in ``idx[a:b]``, only its
+    (``per_row``: ``D[..., row]``) or once for the group weighted by its size
+    (``D[..., 0]``). D has shape (G1, G2, R, rows): rows last, so the rows of a
+    leaf's group land in one short stretch of memory (cached) whatever their
+    order, and the prefix sums run along contiguous rows. Partitioning keeps the set of rows in ``idx[a:b]``, only its
     order changes, so a right child pushed earlier still finds its rows there.
     """
     R = value.shape[1]
@@ -181,25 +189,22 @@ def _walk_group(
                     if v == 0.0:
                         continue  # a multiclass boosting tree fills one column of R
                     if per_row:
-                        for j in range(a, b):
-                            Dj = D[idx[j]]
-                            Dj[lo1, lo2, r] += v
+                        _add_rows(D[lo1, lo2, r], idx, a, b, v)
+                        if hi2 < G2:
+                            _add_rows(D[lo1, hi2, r], idx, a, b, -v)
+                        if hi1 < G1:
+                            _add_rows(D[hi1, lo2, r], idx, a, b, -v)
                             if hi2 < G2:
-                                Dj[lo1, hi2, r] -= v
-                            if hi1 < G1:
-                                Dj[hi1, lo2, r] -= v
-                                if hi2 < G2:
-                                    Dj[hi1, hi2, r] += v
+                                _add_rows(D[hi1, hi2, r], idx, a, b, v)
                     else:
                         w = v * (b - a)
-                        D0 = D[0]
-                        D0[lo1, lo2, r] += w
+                        D[lo1, lo2, r, 0] += w
                         if hi2 < G2:
-                            D0[lo1, hi2, r] -= w
+                            D[lo1, hi2, r, 0] -= w
                         if hi1 < G1:
-                            D0[hi1, lo2, r] -= w
+                            D[hi1, lo2, r, 0] -= w
                             if hi2 < G2:
-                                D0[hi1, hi2, r] += w
+                                D[hi1, hi2, r, 0] += w
                 break
             if f == f1:
                 p = pos1[node]
@@ -243,14 +248,24 @@ def _walk_group(
                 nl = 0
                 nr = 0
                 if cat_start[node] < 0:
-                    for j in range(a, b):
-                        row = idx[j]
-                        x = XbT[f, row]
-                        gl = np.int64(x <= t) | (np.int64(x != x) & ml)
-                        idx[a + nl] = row  # a + nl <= j: never overwrites an unread row
-                        tmp[nr] = row
-                        nl += gl
-                        nr += 1 - gl
+                    xf = XbT[f]
+                    if ml == 0:  # NaN compares false: it goes right with no test of its own
+                        for j in range(a, b):
+                            row = idx[j]
+                            gl = np.int64(xf[row] <= t)
+                            idx[a + nl] = row  # a + nl <= j: never overwrites an unread row
+                            tmp[nr] = row
+                            nl += gl
+                            nr += 1 - gl
+                    else:
+                        for j in range(a, b):
+                            row = idx[j]
+                            x = xf[row]
+                            gl = np.int64(not x > t)  # NaN (and x <= t) go left
+                            idx[a + nl] = row
+                            tmp[nr] = row
+                            nl += gl
+                            nr += 1 - gl
                 else:
                     for j in range(a, b):
                         row = idx[j]
@@ -280,7 +295,10 @@ def walk_block(
     Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots,
     depth, D, per_row,
 ):  # pragma: no cover - compiled
-    """Walk rows ``start:stop`` of ``Xw`` down every tree in turn (:func:`_walk_group`) into D."""
+    """Walk rows ``start:stop`` of ``Xw`` down every tree in turn (:func:`_walk_group`) into D.
+
+    D: (G1, G2, R, stop - start) with ``per_row``, else (G1, G2, R, 1).
+    """
     m = stop - start
     XbT = np.ascontiguousarray(Xw[start:stop].T)
     idx = np.arange(m).astype(np.int32)
@@ -298,7 +316,15 @@ def walk_block(
 
 
 @njit(cache=True, nogil=True)
+def prefix_sums(D):  # pragma: no cover - compiled
+    """Prefix sums over the two grid axes of a walk's D (G1, G2, R, columns), in place."""
+    G1, G2 = D.shape[0], D.shape[1]
+    prefix_sum(D.reshape((G1, G2, D.shape[2] * D.shape[3])), G1, G2)
+
+
+@njit(cache=True, nogil=True)
 def prefix_sum(D, G1, G2):  # pragma: no cover - compiled
+    """Prefix sums over the first two axes of D (G1, G2, C), in place."""
     R = D.shape[2]
     for a in range(G1):
         for b in range(1, G2):
@@ -326,9 +352,9 @@ def tree_sums_kernel(Xw, nodes, thr, missing_left, cat_start, cat_bits, value, r
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        D = np.zeros((m, 1, 1, R))
+        D = np.zeros((1, 1, R, m))
         walk_block(Xw, start, stop, -1, -1, empty, empty, 1, 1, nodes, thr, missing_left, cat_start, cat_bits,
                    value, roots, depth, D, True)
         for i in range(m):
             for r in range(R):
-                out[start + i, r] = D[i, 0, 0, r]
+                out[start + i, r] = D[0, 0, r, i]
