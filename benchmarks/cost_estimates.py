@@ -27,8 +27,10 @@ What each line measures (estimate first, then the work, as the page does):
   page runs, ``shap_interactions(ctx, rows)`` where the model gets SHAP interaction
   values (whichever measure is shown) and then ``heatmap_features(ctx, measure, ...)``.
 - ``imp:permutation`` / ``imp:shap`` / ``imp:oob``: the Importance page's methods at its
-  defaults (5 repeats, 1,000 rows). Estimate: ``importance_cost(ctx, [method], 5, 1000)``
-  (it counts nothing for out-of-bag, MDI and the libraries' own importances); work:
+  full defaults (5 repeats, 1,000 rows; the page starts on fewer where those take more than
+  about 3 s). Estimate: ``importance_cost(ctx, [method], 5, 1000)`` (holdout permutation by
+  a line measured on the computation, out-of-bag by timing a few trees; it counts nothing
+  for MDI and the libraries' own importances); work:
   ``importance(ctx, method, 5, 1000)``. ``imp:page``: the methods the page runs by default
   (mean |SHAP| only where SHAP is fast), estimated together against the sum of their
   measured times. Where mean |SHAP| is off by default (slow SHAP) its line takes the
@@ -322,10 +324,10 @@ def _error(exc: BaseException) -> str:
 
 def _importance_cost(ctx, methods, n_repeats: int, rows: int) -> tuple[float, int, str]:
     """importance_cost, and what it raised ("" if nothing): the page then shows no warning (cost 0)."""
-    from dashboard.state import costs
+    from dashboard.state.importance import importance_cost
 
     try:
-        return (*costs.importance_cost(ctx, methods, n_repeats, rows), "")
+        return (*importance_cost(ctx, methods, n_repeats, rows), "")
     except Exception as exc:  # noqa: BLE001
         return 0.0, rows, _error(exc)
 

@@ -57,15 +57,15 @@ from .batch_runs import BATCH_REFUSED, batch_folder, precomputed_attributions
 from .columns import category_options
 from .costs import (
     SLOW_VIEW_S,
+    START_VIEW_S,
     fmt_seconds,
-    importance_cost,
     predict_seconds_per_row,
     default_shap_rows,
     sample_cost,
     shap_is_fast,
 )
 from .effects import PDP_MAX_ROWS, ale, pdp
-from .importance import IMPORTANCE_METHODS, comparison, importance, importances
+from .importance import IMPORTANCE_METHODS, comparison, default_importance_rows, importance, importance_cost, importances
 from .report import report_html
 from .rows import background, sample_rows, split_rows
 from .whatif import explain_edited

@@ -283,7 +283,7 @@ def importances(ctxs: dict, methods: list[str], bar) -> tuple[list, list]:
 def importances_cost(ctxs: dict, methods: list[str]) -> float:
     """Estimated seconds of every model's importances (the Importance page's own estimate, summed;
     measured on a few rows of each model, cached per model)."""
-    from .costs import importance_cost
+    from .importance import importance_cost
 
     n_repeats, max_rows = _importance_settings()
     return sum(importance_cost(c, _fast_methods(c, methods), n_repeats, max_rows)[0] for c in ctxs.values())

@@ -91,12 +91,24 @@ def shap_cost_line(ctx: ModelContext, method: str, output: str | None = None) ->
     return 0.0, _probe_seconds(ctx, method, output)
 
 
+#: a boosting model's probability game gets the line's probes (1 + 2 x (4 + 32) rows) where the
+#: two-row probe says they take at most this long; a slower game keeps the two-row figure
+LINE_PROBE_BUDGET_S = 1.5
+
+
 def _on_line(ctx: ModelContext, method: str, output: str) -> bool:
     """Whether this SHAP's cost is the tree line (fixed + per row), not a per-row probe: tree
-    SHAP, except a boosting model's probability game."""
+    SHAP; a boosting model's probability game where the two-row probe finds the line's
+    probes cheap (its cost per row grows with 2**d and can be large; on a cheap one the
+    two-row figure carries the call's fixed cost: 3x the measured time on a 200-tree XGBoost)."""
     from .outputs import _margin_is_native
 
-    return _by_kind_fast(ctx, method, output) is None and not (output == "proba" and _margin_is_native(ctx))
+    if _by_kind_fast(ctx, method, output) is not None:
+        return False
+    if not (output == "proba" and _margin_is_native(ctx)):
+        return True
+    rows = 1 + 2 * sum(TREE_PROBE_ROWS)
+    return _probe_seconds(ctx, method, output) * rows <= LINE_PROBE_BUDGET_S
 
 
 def shap_fixed_seconds(ctx: ModelContext, method: str, output: str | None = None) -> float:
@@ -271,33 +283,6 @@ def predict_seconds_per_row(ctx: ModelContext) -> float:
 
 #: the largest batch the predict probe grows to (the size the computations predict in)
 PROBE_MAX_ROWS = 32_768
-
-
-def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int) -> tuple[float, int]:
-    """(estimated seconds, rows that fit in SLOW_VIEW_S) of the Importance page's slow methods:
-    holdout permutation predicts each held-out row (at most ``max_rows``) once per feature and
-    repeat, mean |SHAP| explains a sample of ``max_rows`` rows of the data (the SHAP sample's
-    estimate, blocks included); the training-split methods (MDI, the libraries' own) cost
-    nothing here."""
-    from .rows import split_rows
-
-    perm_row = 0.0
-    if "permutation" in methods:
-        perm_row = (int(n_repeats) * ctx.X.shape[1] + 1) * predict_seconds_per_row(ctx)
-    shap = "shap" in methods and shap_seconds_per_row(ctx, "auto") > 0
-    if perm_row <= 0 and not shap:
-        return 0.0, min(int(max_rows), len(ctx.X))
-    held = len(split_rows(ctx)[1][0])
-
-    def cost(m: int) -> float:
-        return perm_row * min(m, held) + (sample_cost(ctx, "auto", m, None)[0] if shap else 0.0)
-
-    fits = 0  # 0: even the fewest rows (50) take longer
-    for m in range(50, max(50, int(max_rows)) + 1, 50):
-        if cost(m) > SLOW_VIEW_S:
-            break
-        fits = m
-    return cost(int(max_rows)), fits
 
 
 def fmt_seconds(s: float) -> str:

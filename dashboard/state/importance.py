@@ -5,6 +5,7 @@ notices for rows left out.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 import streamlit as st
@@ -119,6 +120,21 @@ def _held(ctx: ModelContext) -> int | None:
     return held
 
 
+def _scored_holdout(ctx: ModelContext):
+    """(held-out rows, their target, rows left out): the rows holdout permutation scores, those
+    with a true value (an empty target has none to score)."""
+    from explainers.importance._common import missing_target
+
+    _, (X_ho, y_ho) = split_rows(ctx)
+    if y_ho is None:
+        raise ExplainerError("Permutation importance needs the target: pick the target column on the Model page.")
+    has = ~missing_target(y_ho.to_numpy())
+    if not has.any():
+        raise ExplainerError("Permutation importance needs true values, but the target column is empty in "
+                             "every row: pick the column the model predicts on the Model page.")
+    return X_ho[has], y_ho[has], int((~has).sum())
+
+
 def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, progress, scoring=None):
     from explainers import importance as imp
 
@@ -132,7 +148,7 @@ def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, p
             lib=lib, kinds=", ".join(kinds) or "numbers", counterpart=counterpart).strip())
     if method.startswith(LIBRARY_METHOD):
         return imp.library_importance(ctx.model, method[len(LIBRARY_METHOD):], feature_names=list(ctx.X.columns))
-    (X_tr, y_tr), (X_ho, y_ho) = split_rows(ctx)
+    (X_tr, y_tr), _ = split_rows(ctx)
     if method == "mdi":
         # a model that recorded no column names: name its importances after the data's columns
         names = None if hasattr(ctx.model, "steps") else list(ctx.X.columns)
@@ -142,28 +158,160 @@ def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, p
             raise ExplainerError("Out-of-bag importance needs the target: pick the target column on the Model page.")
         return imp.oob_permutation_importance(ctx.model, X_tr, y_tr, progress=progress)
     if method == "permutation":
-        if y_ho is None:
-            raise ExplainerError("Permutation importance needs the target: pick the target column on the Model page.")
-        # rows with an empty target have no true value to score: the sample is drawn from the others
-        from explainers.importance._common import missing_target, rows_left_out_note
+        from explainers.importance._common import rows_left_out_note
 
-        has = ~missing_target(y_ho.to_numpy())
-        if not has.any():
-            raise ExplainerError("Permutation importance needs true values, but the target column is empty in "
-                                 "every row: pick the column the model predicts on the Model page.")
-        X_ok, y_ok = X_ho[has], y_ho[has]
+        X_ok, y_ok, left_out = _scored_holdout(ctx)
         take = _seeded_rows(len(X_ok), max_rows)
         res = imp.permutation_importance(ctx.model, X_ok.iloc[take], y_ok.iloc[take], n_repeats=n_repeats,
                                          random_state=0, progress=progress, class_index=_held(ctx),
                                          scoring=scoring)
-        left_out = int((~has).sum())
         if left_out:
             res = dataclasses.replace(res, params={**res.params, "n_rows_left_out": left_out},
-                                      description=f"{res.description} {rows_left_out_note(left_out, len(y_ho))}")
+                                      description=f"{res.description} {rows_left_out_note(left_out, len(y_ok) + left_out)}")
         return res
     if method == "shap":
         return imp.shap_importance(explain_sample(ctx, max_rows, "auto", progress))
     raise KeyError(method)
+
+
+#: rows of the holdout permutation's two timed probes (fewer where a predict is slow)
+PERM_PROBE_ROWS = (20, 200)
+#: trees the out-of-bag probe times after the first (which carries the set-up)
+OOB_PROBE_TREES = 3
+
+
+class _Enough(Exception):
+    """Raised from a progress callback to end a probe."""
+
+
+def permutation_line(ctx: ModelContext, scoring: str | None = None) -> tuple[float, float]:
+    """(fixed seconds, seconds per held-out row) of one holdout permutation repeat, measured:
+    the computation itself (stacked copies, predict, scoring) on PERM_PROBE_ROWS rows, after a
+    warm-up, the best of two runs each; the line through them. (0, 0) where it cannot run."""
+    scoring = permutation_scoring(ctx) if scoring is None else scoring
+
+    def probe() -> tuple[float, float]:
+        from explainers import importance as imp
+        from .costs import predict_seconds_per_row
+        from .warmup import wait_for_warmup
+
+        wait_for_warmup()
+        try:
+            X_ok, y_ok, _ = _scored_holdout(ctx)
+            held = _held(ctx)
+        except ExplainerError:
+            return 0.0, 0.0
+        per_copy_row = predict_seconds_per_row(ctx) * (ctx.X.shape[1] + 1)
+        small = min(PERM_PROBE_ROWS[0], len(X_ok))
+        big = min(len(X_ok), max(2 * small, min(PERM_PROBE_ROWS[1], int(0.5 / max(per_copy_row, 1e-9)))))
+        take = _seeded_rows(len(X_ok), big)
+        rows, ys = X_ok.iloc[take], y_ok.iloc[take]
+
+        def run(m: int) -> float:
+            t0 = time.perf_counter()
+            imp.permutation_importance(ctx.model, rows.iloc[:m], ys.iloc[:m], n_repeats=1, random_state=0,
+                                       class_index=held, scoring=scoring)
+            return time.perf_counter() - t0
+
+        try:
+            run(small)  # warm-up: a first call may pay one-time costs
+            t_small, t_big = min(run(small), run(small)), min(run(big), run(big))
+        except Exception:  # noqa: BLE001 - too few rows of a class for the score: the page says so when it runs
+            return 0.0, 0.0
+        if big <= small:
+            return 0.0, t_small / max(1, small)
+        per_row = max(0.0, (t_big - t_small) / (big - small))
+        return max(0.0, t_small - small * per_row), per_row
+
+    key = ("perm_line", ctx.model_key, ctx.data_key, scoring, target_output(ctx))
+    return tuple(result_cache().get_or_compute(key, probe))
+
+
+def oob_seconds(ctx: ModelContext) -> float:
+    """Seconds of out-of-bag permutation importance, measured: the set-up and first tree, then
+    OOB_PROBE_TREES more trees timed, the rest of the forest at their pace (0 where the method
+    does not apply to the model; the page says why when it runs it)."""
+    def probe() -> float:
+        from explainers import importance as imp
+        from .warmup import wait_for_warmup
+
+        wait_for_warmup()
+        (X_tr, y_tr), _ = split_rows(ctx)
+        if y_tr is None:
+            return 0.0
+        marks = []
+        t0 = time.perf_counter()
+
+        def progress(done: int, total: int) -> None:
+            marks.append((done, total, time.perf_counter() - t0))
+            if done > OOB_PROBE_TREES:
+                raise _Enough
+
+        try:
+            imp.oob_permutation_importance(ctx.model, X_tr, y_tr, progress=progress)
+        except _Enough:
+            pass
+        except Exception:  # noqa: BLE001 - not a bagged forest, no target: no cost here
+            return 0.0
+        if not marks:
+            return 0.0
+        done, total, t = marks[-1]
+        if done >= total or done < 2:
+            return t
+        first = marks[0][2]
+        return first + (t - first) / (done - 1) * (total - 1)
+
+    return float(result_cache().get_or_compute(("oob_cost", ctx.model_key, ctx.data_key), probe))
+
+
+def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int,
+                    budget: float | None = None) -> tuple[float, int]:
+    """(estimated seconds, rows that fit in ``budget``: SLOW_VIEW_S) of the Importance page's slow
+    methods, each measured on the computation itself: holdout permutation by the line of
+    :func:`permutation_line` (each repeat permutes every feature of at most ``max_rows`` held-out
+    rows), out-of-bag permutation by :func:`oob_seconds` (it does not depend on the rows), mean
+    |SHAP| by the SHAP sample's estimate (blocks included). MDI and the libraries' own
+    importances cost nothing here."""
+    from .costs import SLOW_VIEW_S, predict_seconds_per_row, sample_cost, shap_seconds_per_row
+
+    budget = SLOW_VIEW_S if budget is None else float(budget)
+    perm_fixed = perm_row = 0.0
+    p = ctx.X.shape[1]
+    if "permutation" in methods:
+        perm_fixed, perm_row = permutation_line(ctx)
+        if perm_row > 0:  # the probe ran one repeat: a row is copied p * repeats + 1 times, not p + 1
+            perm_row *= (int(n_repeats) * p + 1) / (p + 1)
+        else:  # the probe could not run (too few rows of a class): predictions counted instead
+            perm_row = (int(n_repeats) * p + 1) * predict_seconds_per_row(ctx)
+    oob = oob_seconds(ctx) if "oob" in methods else 0.0
+    shap = "shap" in methods and shap_seconds_per_row(ctx, "auto") > 0
+    if perm_row <= 0 and not shap and oob <= 0:
+        return 0.0, min(int(max_rows), len(ctx.X))
+    held = len(split_rows(ctx)[1][0])
+
+    def cost(m: int) -> float:
+        perm = perm_fixed + perm_row * min(m, held) if perm_row > 0 else 0.0
+        return oob + perm + (sample_cost(ctx, "auto", m, None)[0] if shap else 0.0)
+
+    fits = 0  # 0: even the fewest rows (50) take longer
+    for m in range(50, max(50, int(max_rows)) + 1, 50):
+        if cost(m) > budget:
+            break
+        fits = m
+    return cost(int(max_rows)), fits
+
+
+#: the rows the Importance page uses unless told: fewer where they take longer than START_VIEW_S
+IMPORTANCE_ROWS = 1_000
+
+
+def default_importance_rows(ctx: ModelContext, methods) -> int:
+    """The rows the Importance page starts with: IMPORTANCE_ROWS where the default settings fit
+    in about START_VIEW_S, else as many as do (in steps of 50, at least 50); more are offered."""
+    from .costs import START_VIEW_S
+
+    _, fits = importance_cost(ctx, methods, 5, IMPORTANCE_ROWS, budget=START_VIEW_S)
+    return int(min(IMPORTANCE_ROWS, max(50, fits)))
 
 
 def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows: int, bar,

@@ -89,8 +89,9 @@ def _h_by_tree_walk(ctx: ModelContext) -> bool:
     return ctx.description.tree and tree_walk_applies(ctx.model, ctx.X)
 
 
-def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_FEATURES) -> tuple[float, int]:
-    """(estimated seconds, rows that fit in about 10 s) of the page's computation.
+def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_FEATURES,
+                     budget: float | None = None) -> tuple[float, int]:
+    """(estimated seconds, rows that fit in ``budget``: SLOW_VIEW_S, about 10 s) of the page's computation.
 
     The page computes SHAP interaction values whichever measure it shows (the table has
     both) and Friedman's H of the heatmap's pairs. Exact SHAP interactions predict every
@@ -102,6 +103,7 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
     """
     from .costs import SLOW_VIEW_S, predict_seconds_per_row
 
+    budget = SLOW_VIEW_S if budget is None else float(budget)
     method, _ = interaction_method(ctx)
     brute_h = not _h_by_tree_walk(ctx)
     exact, tree = method == "exact", method == "tree"
@@ -119,12 +121,26 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
 
     # the most rows whose cost fits the budget (the cost grows with the rows: nested samples)
     lo, hi = 2, max(2, min(int(n_rows), len(ctx.X)))
-    if cost(hi) <= SLOW_VIEW_S:
+    if cost(hi) <= budget:
         lo = hi
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if cost(mid) <= SLOW_VIEW_S else (lo, mid - 1)
+        lo, hi = (mid, hi) if cost(mid) <= budget else (lo, mid - 1)
     return cost(int(n_rows)), max(20, lo)
+
+
+def default_rows(ctx: ModelContext, k: int = MAX_FEATURES) -> tuple[int, int]:
+    """(rows the page starts with, the full default): the full default (SHAP_ROWS for tree
+    SHAP, EXACT_ROWS for exact, H_ROWS for H alone) where it fits in about START_VIEW_S,
+    else as many rows as do (in steps of 10, at least 20); more are offered."""
+    from .costs import START_VIEW_S
+
+    method, _ = interaction_method(ctx)
+    full = min({"tree": SHAP_ROWS, "exact": EXACT_ROWS}.get(method, H_ROWS), max(2, min(len(ctx.X), 5_000)))
+    measure = MEASURES[0] if method is not None else H_MEASURE
+    _, fits = interaction_cost(ctx, measure, full, k, budget=START_VIEW_S)
+    start = full if fits >= full else max(min(20, full), fits // 10 * 10)
+    return int(start), int(full)
 
 
 #: rows of the two probes of H by the tree walk

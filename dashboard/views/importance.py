@@ -4,8 +4,8 @@ import streamlit as st
 from dashboard import figures, messages, state, widgets
 from dashboard.safe_text import csv_text, file_name, md
 from dashboard.figures.importance import segment_importance_figure
-from dashboard.state.importance import (SCORING, importance_methods, importances_by_segment, left_out_notices,
-                                        scoring_choices, scoring_label)
+from dashboard.state.importance import (IMPORTANCE_ROWS, SCORING, importance_methods, importances_by_segment,
+                                        left_out_notices, scoring_choices, scoring_label)
 from dashboard.widgets import compared_segment
 
 ctx = state.current()
@@ -13,14 +13,20 @@ st.title("Which features matter?")
 st.caption("Each method answers a different question; where they disagree, the reason is named.")
 seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
 
+default_shap = state.shap_is_fast(ctx)
+with st.spinner("Measuring how long the model takes…"):
+    try:  # the first view: as many rows as fit in about 3 s with the default settings
+        start_rows = state.default_importance_rows(ctx, importance_methods(ctx, default_shap))
+    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+        start_rows = IMPORTANCE_ROWS
 with st.expander("Settings", expanded=False):
     c1, c2, c3, c4 = st.columns(4)
     n_repeats = c1.number_input("Permutation repeats", 1, 50, **state.bind("imp_repeats", 5, valid=lambda v: 1 <= v <= 50))
     max_rows = c2.number_input("Rows used (permutation, SHAP)", 50, 20_000, step=50,
                                help="A seeded sample bounds the time of the slow methods.",
-                               **state.bind("imp_rows", 1_000, valid=lambda v: 50 <= v <= 20_000))
+                               **state.bind("imp_rows", start_rows, valid=lambda v: 50 <= v <= 20_000))
     with_shap = c3.checkbox("Include mean |SHAP|", help="On by default where SHAP is fast (linear and tree models).",
-                            **state.bind("imp_shap", state.shap_is_fast(ctx), options=(True, False)))
+                            **state.bind("imp_shap", default_shap, options=(True, False)))
     scorings = scoring_choices(ctx)
     c4.selectbox("Permutation scored by", scorings, format_func=scoring_label,
                  help="How much this score drops when a feature's values are shuffled. Log loss and R² weigh "
@@ -45,6 +51,11 @@ if cost > state.SLOW_VIEW_S and not st.session_state.get("imp_go_for") == (ctx.k
     c2.button("Compute anyway", key="imp_go", on_click=st.session_state.__setitem__,
               args=("imp_go_for", (ctx.key, int(n_repeats), int(max_rows))))
     st.stop()
+if int(max_rows) == start_rows < IMPORTANCE_ROWS:
+    st.caption(f"Permutation and SHAP started on {start_rows:,} rows, which take about "
+               f"{state.fmt_seconds(state.START_VIEW_S)} for this model; {IMPORTANCE_ROWS:,} give steadier numbers.")
+    st.button(f"Use {IMPORTANCE_ROWS:,} rows", key="imp_more", on_click=state.set_value,
+              args=("imp_rows", IMPORTANCE_ROWS))
 bar = st.progress(0.0, text="Computing importances…")
 results, skipped = state.importances(ctx, methods, int(n_repeats), int(max_rows), bar, page="importance")
 bar.empty()

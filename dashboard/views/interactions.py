@@ -26,14 +26,18 @@ measure = c1.radio("Measure", measures, horizontal=True, **state.bind("ia_measur
                    help="SHAP interaction: the mean size of each pair's joint share of the prediction "
                         "(in the model's output units). H statistic: the share of the pair's joint partial "
                         "dependence that their separate effects do not explain (0 = none, 1 = all).")
-default_rows = {"tree": ia.SHAP_ROWS, "exact": ia.EXACT_ROWS}.get(method, ia.H_ROWS)
 rows_hi = max(2, min(len(ctx.X), 5_000))
 rows_lo = min(20, rows_hi)
-n_rows = int(c2.number_input(
-    "Rows in the sample", rows_lo, rows_hi, step=50 if rows_hi >= 500 else 1,
-    **state.bind("ia_rows", min(default_rows, rows_hi), valid=lambda v: rows_lo <= v <= rows_hi), help=f"A seeded sample of this many rows (of {len(ctx.X):,}) lies behind the numbers; the H "
-                       f"statistic uses at most {ia.H_ROWS} of them (it costs about rows² predictions per pair)."))
 k_hi = min(len(cols), ia.MAX_PICK_FEATURES)
+with st.spinner("Measuring how long the model takes…"):
+    try:  # the first view: as many rows as fit in about 3 s
+        start_rows, full_rows = ia.default_rows(ctx, min(ia.MAX_FEATURES, k_hi))
+    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+        start_rows = full_rows = min({"tree": ia.SHAP_ROWS, "exact": ia.EXACT_ROWS}.get(method, ia.H_ROWS), rows_hi)
+n_rows = int(c2.number_input(
+    "Rows in the sample", rows_lo, rows_hi, step=10 if rows_hi >= 100 else 1,
+    **state.bind("ia_rows", start_rows, valid=lambda v: rows_lo <= v <= rows_hi), help=f"A seeded sample of this many rows (of {len(ctx.X):,}) lies behind the numbers; the H "
+                       f"statistic uses at most {ia.H_ROWS} of them (it costs about rows² predictions per pair)."))
 k = int(c3.number_input(
     "Features in the heatmap", 2, k_hi, **state.bind("ia_k", min(ia.MAX_FEATURES, k_hi), valid=lambda v: 2 <= v <= k_hi),
     help=f"The heatmap shows the features with the largest total interaction (at most {ia.MAX_PICK_FEATURES}: a "
@@ -59,6 +63,10 @@ if cost > state.SLOW_VIEW_S and approved.get((ctx.key, n_rows), -1.0) < cost:
     g2.button("Compute anyway", key="ia_go", on_click=approved.__setitem__, args=((ctx.key, n_rows), cost))
     st.stop()
 
+if n_rows == start_rows < full_rows:
+    st.caption(f"Started on {n_rows:,} rows, which take about {state.fmt_seconds(state.START_VIEW_S)} for this "
+               f"model; {full_rows:,} give steadier numbers.")
+    st.button(f"Use {full_rows:,} rows", key="ia_more", on_click=state.set_value, args=("ia_rows", full_rows))
 bar = st.progress(0.0, text="Computing interactions…")
 shap_res = None
 if method is not None:

@@ -1,15 +1,22 @@
 """Cost before work (issue #14): a view that would take more than about 10 s says how
 long, offers fewer rows, and runs only on request. The model's speed is measured on a
 probe; here the probe is replaced by a slow figure so that a fast demo model looks slow."""
+import importlib
+
 import pytest
 
 from dashboard.state import costs
+
+imp_state = importlib.import_module("dashboard.state.importance")  # the package's `importance` is a function
 from tests.views._app import load_demo, open_page
 
 
 @pytest.fixture
 def slow(monkeypatch):
     monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 0.001)  # 1,000 rows/s
+    # one permutation repeat of 10 features: each held-out row predicted 11 times at 1,000 rows/s
+    monkeypatch.setattr(imp_state, "permutation_line", lambda ctx, scoring=None: (0.0, 11 * 0.001))
+    monkeypatch.setattr(imp_state, "oob_seconds", lambda ctx: 0.0)
     monkeypatch.setattr(costs, "shap_seconds_per_row", lambda ctx, method, output="auto": 0.01)
     monkeypatch.setattr(costs, "shap_fixed_seconds", lambda ctx, method, output="auto": 0.0)
 
@@ -20,6 +27,14 @@ def _warnings(at):
 
 def test_importance_page_waits_for_a_slow_model(slow):
     at = open_page("views/importance.py")
+    # it starts on the rows that fit in about 3 s (at least 50: 50 x 0.051 s + 50 x 0.01 s) and offers 1,000
+    assert at.number_input(key="imp_rows").value == 50
+    assert any("started on 50 rows" in c.value for c in at.caption)
+    assert at.get("plotly_chart") and not at.exception
+    more = [b for b in at.button if b.label == "Use 1,000 rows"]
+    assert more
+    more[0].click().run()
+    assert at.number_input(key="imp_rows").value == 1000
     # the demo's held-out rows x (5 repeats x 10 features + 1) predictions at 1,000 rows/s,
     # and its 442 rows of SHAP at 0.01 s a row
     from dashboard.state import DEFAULT_DEMO
@@ -46,6 +61,7 @@ def test_importance_page_waits_for_a_slow_model(slow):
 
 def test_importance_page_computes_anyway_on_request(slow):
     at = open_page("views/importance.py")
+    at.number_input(key="imp_rows").set_value(1000).run()
     go = [b for b in at.button if b.label == "Compute anyway"]
     assert go and not at.get("plotly_chart")
     go[0].click().run()
@@ -96,6 +112,12 @@ def test_interactions_page_waits_for_a_slow_model(monkeypatch):
 
     expected = cost(200)
     assert expected == pytest.approx(exact_s + 17.192, abs=1e-9)  # fewer than 55 x 200² = 22 s of H
+    # the page starts on the rows that fit in about 3 s (in steps of 10) and offers the 200 of exact SHAP
+    start = max(n for n in range(2, 201) if cost(n) <= 3.0) // 10 * 10
+    assert at.number_input(key="ia_rows").value == max(20, start)
+    assert any(f"Started on {max(20, start)} rows" in c.value for c in at.caption)
+    assert [b for b in at.button if b.label == "Use 200 rows"] and at.get("plotly_chart")
+    at.number_input(key="ia_rows").set_value(200).run()
     assert any(f"takes about **{round(expected)} s**" in w for w in _warnings(at)), _warnings(at)
     assert not at.get("plotly_chart")
     fits = max(n for n in range(2, 201) if cost(n) <= 10.0)

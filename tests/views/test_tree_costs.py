@@ -112,3 +112,18 @@ def test_h_walk_follows_the_line_through_two_probes(ctx, monkeypatch, probe, wan
 
     monkeypatch.setattr(ia, "result_cache", lambda: _Probe(probe))
     assert ia.h_walk_seconds(ctx, 300, False) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("two_row_s, on_line", [(0.014, True), (0.05, False)])
+def test_a_boosting_models_probability_game_gets_the_line_where_its_probes_are_cheap(monkeypatch, two_row_s,
+                                                                                     on_line):
+    """The probability game of a boosting model: the two-row probe decides whether the line's
+    probes (73 rows) fit LINE_PROBE_BUDGET_S; then the estimate is the line, else the two-row figure."""
+    ctx = demo_context("breast_cancer_xgb")
+    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    monkeypatch.setattr(costs, "_probe_seconds", lambda ctx, method, output: two_row_s)
+    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: (0.02, 0.004))
+    assert (73 * two_row_s <= costs.LINE_PROBE_BUDGET_S) == on_line
+    line = costs.shap_cost_line(ctx, "tree", "proba")
+    assert line == ((0.02, 0.004) if on_line else (0.0, two_row_s))
+    assert costs.shap_fixed_seconds(ctx, "tree", "proba") == (0.02 if on_line else 0.0)
