@@ -207,11 +207,32 @@ def test_tree_blocks_of_rows(tree_fits, name, monkeypatch):
     b = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="brute")
     for ice_rows, sum_rows in [(7, 13), (1, 1), (len(Xf) - 1, len(Xf) + 5)]:
         monkeypatch.setattr(pdp_module, "_TREE_BLOCK_ROWS", (ice_rows, ice_rows, 10**9))
-        monkeypatch.setattr(pdp_module, "_TREE_SUM_BLOCK_ROWS", sum_rows)
+        monkeypatch.setattr(pdp_module, "_TREE_SUM_BLOCK_ROWS", (sum_rows, sum_rows, 10**12))
         t = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree")
         a = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree", kind="average")
         np.testing.assert_allclose(t.individual, b.individual, **TOL)
         np.testing.assert_allclose(a.average, b.average, **TOL)
+
+
+@pytest.mark.parametrize("name", ["hgb_reg", "rf_clf", "gb_clf3"])
+def test_tree_parts_split_the_trees(tree_fits, name, monkeypatch):
+    """Where there are fewer blocks of rows than threads, the trees of a block are walked in
+    parts and added: any number of parts (more than the trees too) gives the same numbers."""
+    model, Xf = tree_fits[name]
+    b = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="brute")
+    one = None
+    from explainers.trees import flatten_model
+
+    n_trees = len(flatten_model(model).roots)
+    for parts in (1, 2, 3, n_trees + 5):  # more parts than trees: some parts walk none
+        monkeypatch.setattr(pdp_module, "tree_parts", lambda n, block, n_trees, k=parts: k)
+        t = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree")
+        a = partial_dependence(model, Xf, [0], grid_resolution=9, method="tree", kind="average")
+        np.testing.assert_allclose(t.individual, b.individual, **TOL)
+        np.testing.assert_allclose(t.average, b.average, **TOL)
+        if one is None:
+            one = a
+        np.testing.assert_allclose(a.average, one.average, rtol=1e-12, atol=1e-12)
 
 
 def test_ice_block_rows_bounds():

@@ -24,7 +24,7 @@ _TILE = 16
 @njit(parallel=True, cache=True, nogil=True)
 def ice_tree_kernel(
     Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots,
-    base, scale, tcode, max_depth, block, out,
+    base, scale, tcode, max_depth, block, parts, out,
 ):  # pragma: no cover - compiled
     """Exact ICE of every row of ``Xw`` over a G1 x G2 grid.
 
@@ -33,19 +33,27 @@ def ice_tree_kernel(
     shape (n, G1, G2, K) with K = 2 for the sigmoid transform, else n_raw.
     tcode: 0 identity, 1 exp, 2 sigmoid, 3 softmax. Rows are taken in blocks
     (in parallel); within a block each tree is walked by all rows together
-    before the next tree, so the tree's nodes stay in cache.
+    before the next tree, so the tree's nodes stay in cache. With ``parts`` > 1
+    (fewer blocks than threads) each block's trees are split in that many parts,
+    walked in parallel, and their sums added before the outputs are made.
     """
     n = Xw.shape[0]
     R = value.shape[1]
     depth = max_depth + 2
     n_blocks = (n + block - 1) // block
+    if parts > 1:
+        Ds = _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
+                           roots, depth, block, parts, True)
     for blk in prange(n_blocks):
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        D = np.zeros((G1, G2, R, m))
-        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
-                   value, roots, depth, D, True)
+        if parts > 1:
+            D = _added_parts(Ds, blk, parts)
+        else:
+            D = np.zeros((G1, G2, R, m))
+            walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                       value, roots, depth, D, True)
         prefix_sums(D)
         for i0 in range(0, m, _TILE):  # a few rows at a time: their outputs stay in cache
             for a in range(G1):
@@ -56,9 +64,41 @@ def ice_tree_kernel(
 
 
 @njit(parallel=True, cache=True, nogil=True)
+def _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots, depth,
+                  block, parts, per_row):  # pragma: no cover - compiled
+    """The walk's sums of each block of rows over each part of the trees, in parallel:
+    shape (n_blocks * parts, G1, G2, R, block or 1); job ``blk * parts + part``."""
+    n = Xw.shape[0]
+    R = value.shape[1]
+    T = roots.shape[0]
+    n_blocks = (n + block - 1) // block
+    Ds = np.zeros((n_blocks * parts, G1, G2, R, block if per_row else 1))
+    for job in prange(n_blocks * parts):
+        blk = job // parts
+        part = job % parts
+        start = blk * block
+        stop = min(n, start + block)
+        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
+                   roots[part * T // parts:(part + 1) * T // parts], depth, Ds[job], per_row)
+    return Ds
+
+
+@njit(cache=True, nogil=True)
+def _added_parts(Ds, blk, parts):  # pragma: no cover - compiled
+    """Block ``blk``'s sums over all tree parts, added into its first part's array (returned)."""
+    D = Ds[blk * parts]
+    flat = D.reshape(D.size)
+    for part in range(1, parts):
+        other = Ds[blk * parts + part].reshape(D.size)
+        for q in range(D.size):
+            flat[q] += other[q]
+    return D
+
+
+@njit(parallel=True, cache=True, nogil=True)
 def pd_mean_kernel(
     Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots, base, scale,
-    tcode, max_depth, block, sums,
+    tcode, max_depth, block, parts, sums,
 ):  # pragma: no cover - compiled
     """Sum over the rows of ``Xw`` of the transformed outputs at every grid point.
 
@@ -71,13 +111,19 @@ def pd_mean_kernel(
     K = sums.shape[3]
     depth = max_depth + 2
     n_blocks = (n + block - 1) // block
+    if parts > 1:
+        Ds = _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
+                           roots, depth, block, parts, True)
     for blk in prange(n_blocks):
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        D = np.zeros((G1, G2, R, m))
-        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
-                   value, roots, depth, D, True)
+        if parts > 1:
+            D = _added_parts(Ds, blk, parts)
+        else:
+            D = np.zeros((G1, G2, R, m))
+            walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                       value, roots, depth, D, True)
         prefix_sums(D)
         acc = sums[blk]
         cell = np.empty(K)
@@ -128,24 +174,28 @@ def _transform_into(Dab, i, base, scale, tcode, o):  # pragma: no cover - compil
 @njit(parallel=True, cache=True, nogil=True)
 def pd_sum_kernel(
     Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots, max_depth, block,
-    sums,
+    parts, sums,
 ):  # pragma: no cover - compiled
     """Sum over the rows of ``Xw`` of the unscaled tree sums at every grid point.
 
-    ``sums`` has shape (n_blocks, G1, G2, n_raw, 1); block ``k`` receives the sum
-    over its rows (after the prefix sums). For an identity transform the
-    partial dependence is ``base + scale * sums.sum(0) / n``: a leaf then costs
-    one update per row group, not one per row.
+    ``sums`` has shape (n_blocks * parts, G1, G2, n_raw, 1); job ``blk * parts + part``
+    receives the sum over block ``blk``'s rows of part ``part`` of the trees (after the
+    prefix sums). For an identity transform the partial dependence is
+    ``base + scale * sums.sum(0) / n``: a leaf then costs one update per row group,
+    not one per row.
     """
     n = Xw.shape[0]
+    T = roots.shape[0]
     depth = max_depth + 2
     n_blocks = (n + block - 1) // block
-    for blk in prange(n_blocks):
+    for job in prange(n_blocks * parts):
+        blk = job // parts
+        part = job % parts
         start = blk * block
         stop = min(n, start + block)
-        D = sums[blk]
+        D = sums[job]
         walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
-                   value, roots, depth, D, False)
+                   value, roots[part * T // parts:(part + 1) * T // parts], depth, D, False)
         prefix_sums(D)
 
 
