@@ -179,6 +179,17 @@ class TreeEnsemble:
 
         return pack_nodes(self.feature, self.threshold, self.left, self.right)
 
+    @cached_property
+    def _nodes_by_feature(self) -> dict[int, np.ndarray]:
+        order = np.argsort(self.feature, kind="stable")
+        keys, starts = np.unique(self.feature[order], return_index=True)
+        bounds = list(starts[1:]) + [len(order)]
+        return {int(k): order[a:b] for k, a, b in zip(keys, starts, bounds) if k >= 0}
+
+    def nodes_on(self, f: int) -> np.ndarray:
+        """Positions (ascending) of the nodes that split on input column ``f`` (built once)."""
+        return self._nodes_by_feature.get(int(f), np.zeros(0, np.int64))
+
     @property
     def has_rules(self) -> bool:
         """True if some node is categorical or treats zero as missing."""

@@ -98,7 +98,8 @@ def grid_slices(ens, f: int, grid_cmp: np.ndarray):
     n = len(ens.feature)
     if f < 0:
         return [(np.zeros(n, np.int64), 1, slice(0, 1))]
-    ruled = (ens.feature == f) & (ens.cat_start >= 0)
+    on = ens.nodes_on(f)
+    ruled = ens.cat_start[on] >= 0
     grid_cmp = np.asarray(grid_cmp, np.float64)
     # NaN at the end of a sorted grid (it follows each split's missing direction, not an
     # order): the numbers in one walk, each NaN point in a walk of its own
@@ -108,9 +109,10 @@ def grid_slices(ens, f: int, grid_cmp: np.ndarray):
     out, first = [], 0
     if not ruled.any() and not unsorted:
         if nums:
-            out.append((split_positions(ens.feature, ens.threshold, f, head), nums, slice(0, nums)))
+            pos = np.zeros(n, dtype=np.int64)
+            pos[on] = np.searchsorted(head, ens.threshold[on], side="right")  # as split_positions
+            out.append((pos, nums, slice(0, nums)))
         first = nums
-    on = np.flatnonzero((ens.feature == f) & (ens.left >= 0))
     for a in range(first, len(grid_cmp)):
         pos = np.zeros(n, np.int64)
         pos[on] = ens.goes_left(np.full(len(on), grid_cmp[a]), on)
