@@ -80,10 +80,14 @@ def load_model_cached(model_key: str, _data: bytes, filename: str, trusted: bool
     return explainers.load_model(_data, trusted=trusted, filename=filename)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def load_data_cached(data_key: str, _data: bytes, filename: str, target: str | None,
                      model_key: str, _model, isolated: bool = True) -> explainers.Dataset:
-    """The data of a file checked against the model; an upload's (``isolated``) in a child process."""
+    """The data of a file checked against the model; an upload's (``isolated``) in a child process.
+
+    Kept as the one object every caller shares (a Dataset is never changed in place): a
+    cache that pickles its values held a second copy of a large table and paid for it.
+    """
     if isolated:
         return load_data_isolated(_data, model=_model, target=target, filename=filename)
     return explainers.load_data(_data, model=_model, target=target, filename=filename)
@@ -159,6 +163,10 @@ def _load_file_data(data_key: str, data, data_name: str, target: str | None, mod
         if named is not model:
             model, model_key = named, f"{model_key}|classes from {target}"
         notices += [notice] if notice else []
+        if not isolated:  # a file read here: checked against the model from what was read (not twice)
+            from explainers.io.data import refit_data
+
+            return model, refit_data(plain, model, target), notices
     return model, load_data_cached(data_key, data, data_name, target, model_key, model, isolated), notices
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ import pandas as pd
 
 from .. import limits
 from ..errors import InvalidDataError
-from ._files import _read_input, fingerprint, guess_delimiter
+from ._files import _read_input, guess_delimiter
 
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -483,6 +484,24 @@ def load_data(
     """
     data, name = _read_input(path_or_bytes, filename, "data")
     frame = _read_table(data, name)
+    digest = hashlib.sha256(data)  # the bytes and the target name, hashed without joining them in a copy
+    digest.update(b"\x00target=" + str(target).encode())
+    del data  # the file's bytes are not needed past here: a large file's memory goes back
+    return _dataset(frame, model, target, feature_names, digest.hexdigest())
+
+
+def refit_data(plain: Dataset, model, target: str | None, *, feature_names: Sequence[str] | None = None) -> Dataset:
+    """What :func:`load_data` gives for ``model``, from what it gave for the same file and
+    target with no model (``plain``): the file is not read again (a model whose classes are
+    named from its target column needs the column first; a large file was read twice)."""
+    frame = plain.X.copy(deep=False)
+    if target is not None and plain.y is not None:
+        frame[str(target)] = plain.y.to_numpy()
+    return _dataset(frame, model, target, feature_names, plain.fingerprint)
+
+
+def _dataset(frame: pd.DataFrame, model, target, feature_names, key: str) -> Dataset:
+    """The Dataset of a table read from a file: the target split off, checked against the model."""
     notices: list[str] = []
     _check_not_empty(frame)
     names = _model_names(model, feature_names)
@@ -500,8 +519,15 @@ def load_data(
         _code_notices(frame, model, notices)
     if target is not None and y is not None and model is not None:
         _check_target(y, model)
-    key = fingerprint(data + b"\x00target=" + str(target).encode())
-    return Dataset(X=frame.reset_index(drop=True), y=None if y is None else y.reset_index(drop=True), notices=notices, fingerprint=key)
+    return Dataset(X=_range_indexed(frame), y=None if y is None else _range_indexed(y), notices=notices,
+                   fingerprint=key)
+
+
+def _range_indexed(obj):
+    """``obj`` indexed 0 .. n-1: as it is where it already is (reset_index would copy every column)."""
+    if isinstance(obj.index, pd.RangeIndex) and obj.index.start == 0 and obj.index.step == 1:
+        return obj
+    return obj.reset_index(drop=True)
 
 
 def _check_not_empty(frame: pd.DataFrame) -> None:
