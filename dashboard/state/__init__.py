@@ -65,6 +65,7 @@ from .costs import (
     shap_is_fast,
 )
 from .effects import PDP_MAX_ROWS, ale, pdp
+from .predictions import all_labels, all_predictions, data_score
 from .importance import IMPORTANCE_METHODS, comparison, default_importance_rows, importance, importance_cost, importances
 from .report import report_html
 from .rows import background, sample_rows, split_rows
@@ -74,7 +75,6 @@ from .context import (
     context_for,
     ModelContext,
     current,
-    data_score,
     demo_cards,
     default_model,
     demo_context,

@@ -17,6 +17,7 @@ from .cache import result_cache
 from .context import ModelContext
 from .costs import first_block, next_block, shap_fixed_seconds, shap_is_fast, shap_seconds_per_row
 from .outputs import adapter_output, log_odds_output, shap_output, target_output
+from .predictions import all_labels, all_predictions
 from .rows import _nested_rows, _RowStore, background
 from .worker import _POLL_S, in_worker
 
@@ -268,12 +269,13 @@ def _scaled(ctx: ModelContext, output: str):
 
 
 def _row_table(class_index: int, _ctx: ModelContext, output: str = "auto") -> pd.DataFrame:
-    pred = _scaled(_ctx, output).predict(_ctx.X)
+    scaled = _scaled(_ctx, output)
+    pred = all_predictions(_ctx, scaled.output, scaled.class_index)  # shared with the other pages
     if pred.ndim == 2:
         pred = pred[:, min(class_index, pred.shape[1] - 1)]
     table = pd.DataFrame({"row": np.arange(len(_ctx.X)), "prediction": pred})
     if _ctx.task != "regression":  # the class the model predicts (a margin's sign or argmax is not shown)
-        table["predicted"] = _ctx.adapter.predict_labels(_ctx.X).astype(str)
+        table["predicted"] = all_labels(_ctx).astype(str)
     several = _ctx.task == "regression" and getattr(_ctx.adapter, "n_targets", 1) > 1
     if _ctx.y is not None and (not several or target_output(_ctx) == class_index):
         # (of several outputs, only the one the target column holds has an error)
@@ -286,7 +288,7 @@ def _row_table(class_index: int, _ctx: ModelContext, output: str = "auto") -> pd
             # error = 1 - probability given to the true class
             position = {str(c): i for i, c in enumerate(_ctx.adapter.classes)}
             idx = np.array([position.get(str(t), -1) for t in _ctx.y])
-            proba = _ctx.adapter.predict(_ctx.X)
+            proba = all_predictions(_ctx, _ctx.adapter.output, _ctx.adapter.class_index)
             table["error"] = np.where(idx >= 0, 1.0 - proba[np.arange(len(idx)), np.maximum(idx, 0)], np.nan)
         table["target"] = _ctx.y.to_numpy()
     return table

@@ -47,7 +47,8 @@ DEFAULT_DISK_BYTES = 1_000_000_000
 #: "precomputed" (a batch folder read, keyed by its path: the folder is the cache), nor the
 #: model's measured speed ("predict_cost", "shap_cost"): a measure of this machine now.
 PERSISTED_KINDS = frozenset({
-    "pdp", "ale", "pdp_segment", "shap_row", "whatif", "verdict", "quality_pred", "quality",
+    "pdp", "ale", "pdp_segment", "shap_row", "whatif", "verdict", "all_predictions", "all_labels", "data_score",
+    "quality",
     "quality_segment", "row_table", "row_errors", "importance", "importance_segment",
     "shap_segment", "segment_mask", "category_order", "report",
     "propose_segments", "compare", "compare_quality", "compare_pdp",

@@ -478,26 +478,3 @@ def feature_summary(data_key: str, _X: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def data_score(model_key: str, data_key: str, _ctx_adapter: ModelAdapter, _X: pd.DataFrame,
-               _y: pd.Series, output: int | None = None, transform: str | None = None) -> dict | None:
-    """R² or accuracy of the model on the given rows (None when the target is unusable).
-    ``output``: for a regressor of several outputs, the one the target holds (None: no score).
-    ``transform``: the target transform ``_y`` was put on the model's scale with (a cache key only)."""
-    from sklearn.metrics import accuracy_score, r2_score
-
-    y = _y
-    keep = y.notna().to_numpy()
-    if keep.sum() < 2:
-        return None
-    rows = {"n_rows": int(keep.sum()), "n_left_out": int((~keep).sum())}
-    X = _X[keep]
-    y = y[keep]
-    multi = _ctx_adapter.task == "regression" and getattr(_ctx_adapter, "n_targets", 1) > 1
-    if multi and output is None:
-        return None  # one target column cannot score a model of several targets (said in the notices)
-    if _ctx_adapter.task == "regression":
-        pred = _ctx_adapter.with_output(None, output).predict(X) if multi else _ctx_adapter.predict(X)
-        return {"name": "R²", "value": float(r2_score(y.astype(float), pred)), **rows}
-    pred = _ctx_adapter.predict_labels(X)
-    return {"name": "accuracy", "value": float(accuracy_score(y.astype(str), pred.astype(str))), **rows}

@@ -56,10 +56,11 @@ def _tidy(v: float) -> float:
 
 
 def predictions(ctx: ModelContext) -> np.ndarray:
-    from .cache import result_cache
+    """The regressor's prediction of every row (its first output), from the shared predictions."""
+    from .predictions import all_predictions
 
-    return result_cache().get_or_compute(("cf_predictions", ctx.model_key, ctx.data_key),
-                                         lambda: np.asarray(ctx.adapter.predict(ctx.X), float).reshape(len(ctx.X), -1)[:, 0])
+    pred = all_predictions(ctx, ctx.adapter.output, ctx.adapter.class_index)
+    return np.asarray(pred, float).reshape(len(ctx.X), -1)[:, 0]
 
 
 def _class_value(ctx: ModelContext, label: str):

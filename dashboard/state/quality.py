@@ -17,6 +17,7 @@ from explainers.quality import classification_quality, regression_quality, resid
 from .cache import result_cache
 from .context import ModelContext
 from .outputs import ORIGINAL, class_index, output_scale, target_output, target_transform
+from .predictions import all_predictions
 from .session import set_value, value
 
 #: the Quality page's slider (its value is kept by the state model: Quality and What-if read it)
@@ -68,13 +69,9 @@ def threshold() -> float:
 def _predictions(ctx: ModelContext) -> np.ndarray:
     """Class probabilities (n, k) of a classifier (its decision function where it has no
     probabilities), predictions (n,) of a regressor: every row."""
-    def compute():
-        if ctx.task == "regression":  # of several outputs, the one the target column holds
-            return ctx.adapter.with_output("auto", class_index=held).predict(ctx.X)
-        return ctx.adapter.with_output("raw" if on_margin(ctx) else "proba", class_index=None).predict(ctx.X)
-
-    held = target_output(ctx)
-    return result_cache().get_or_compute(("quality_pred", ctx.model_key, ctx.data_key, held), compute)
+    if ctx.task == "regression":  # of several outputs, the one the target column holds
+        return all_predictions(ctx, "auto", target_output(ctx))
+    return all_predictions(ctx, "raw" if on_margin(ctx) else "proba", None)
 
 
 def _regression_pair(ctx: ModelContext) -> tuple[pd.Series, np.ndarray]:

@@ -24,8 +24,8 @@ if metric:
                 + (f" · ROC AUC {metric['roc_auc']:.3f}" if "roc_auc" in metric else ""))
 elif ctx.y is not None:
     # scored on the model's own scale (a column in a log target's original units is converted)
-    score = state.data_score(ctx.model_key, ctx.data_key, ctx.adapter, ctx.X, qs.target_on_scale(ctx, "model"),
-                             state.target_output(ctx), state.target_transform(ctx))
+    score = state.data_score(ctx, qs.target_on_scale(ctx, "model"), state.target_output(ctx),
+                             state.target_transform(ctx))
     if score:
         left_out = score.get("n_left_out", 0)  # rows with an empty target are not scored
         st.markdown(f"**{score['name']} on the uploaded data:** {score['value']:.3f} "

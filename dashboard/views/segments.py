@@ -94,12 +94,20 @@ else:
     min_rows = c2.number_input("Fewest rows in a segment", 5, most,
                                **state.bind("seg_prop_min", min(30, max(5, len(ctx.X) // 4)),
                                             valid=lambda v: 5 <= v <= most))
+    sampled = sv.proposal_fit_rows(ctx) is not None
+    all_rows = sampled and st.toggle(
+        "Fit the tree on every row", **state.bind("seg_prop_all", False, options=(True, False)),
+        help=f"The tree is fitted on a seeded sample of {sv.SEGMENT_FIT_ROWS:,} rows (classes kept in proportion); "
+             "every row takes longer and rarely moves a rule.")
     try:
         with st.spinner("Fitting a tree to the errors…"):
-            props = sv.proposals(ctx, depth, min_rows)
+            props = sv.proposals(ctx, depth, min_rows, all_rows=bool(all_rows))
     except Exception as exc:
         widgets.show_error(exc)
         props = None
+    if sampled and not all_rows and props is not None:
+        st.caption(f"Rules found on a seeded sample of {sv.SEGMENT_FIT_ROWS:,} of the {len(ctx.X):,} rows "
+                   f"({sv.sample_words(ctx)}); their rows and mean errors are counted on every row.")
     if props == []:
         st.info("No part of the data stands out: the model's errors are spread evenly.", icon=":material/info:")
     elif props:

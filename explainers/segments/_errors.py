@@ -45,7 +45,27 @@ def _resolve_error(adapter: ModelAdapter, kind: str, func: str) -> str:
     return kind
 
 
-def _row_errors(adapter: ModelAdapter, frame: pd.DataFrame, y, kind: str, func: str) -> np.ndarray:
+#: what a ``predictions`` callable is asked for: the adapter's own predictions, the model's
+#: labels, the class probabilities (of every row of X)
+PREDICTION_KINDS = ("values", "labels", "proba")
+
+
+def _predicted(adapter: ModelAdapter, frame: pd.DataFrame, what: str, predictions, func: str) -> np.ndarray:
+    """The model's predictions of every row: from ``predictions(what)`` where the caller has them
+    (a dashboard computes them once per model and data), else computed here."""
+    if predictions is None:
+        if what == "values":
+            return adapter.predict(frame)
+        if what == "labels":
+            return adapter.predict_labels(frame)
+        return adapter.with_output("proba", None).predict(frame)
+    out = np.asarray(predictions(what))
+    if len(out) != len(frame):
+        raise InvalidParameterError(f"{func}: predictions({what!r}) gave {len(out):,} rows for the {len(frame):,} of X.")
+    return out
+
+
+def _row_errors(adapter: ModelAdapter, frame: pd.DataFrame, y, kind: str, func: str, predictions=None) -> np.ndarray:
     from ..importance._common import check_y, missing_target
 
     kind = _resolve_error(adapter, kind, func)
@@ -55,15 +75,15 @@ def _row_errors(adapter: ModelAdapter, frame: pd.DataFrame, y, kind: str, func: 
     if not has_y.any():
         return out
     if kind == "absolute":
-        pred = np.asarray(adapter.predict(frame), dtype=float)
+        pred = np.asarray(_predicted(adapter, frame, "values", predictions, func), dtype=float)
         out[has_y] = np.abs(y_arr[has_y].astype(float) - pred[has_y])
         return out
     if kind == "misclassified":
-        labels = adapter.predict_labels(frame)
+        labels = _predicted(adapter, frame, "labels", predictions, func)
         truth = pd.Series(y_arr[has_y], dtype=object)
         out[has_y] = (pd.Series(labels[has_y], dtype=object).to_numpy() != truth.to_numpy()).astype(float)
         return out
-    proba = np.asarray(adapter.with_output("proba", None).predict(frame), dtype=float).reshape(len(frame), -1)
+    proba = np.asarray(_predicted(adapter, frame, "proba", predictions, func), dtype=float).reshape(len(frame), -1)
     pos = {c: i for i, c in enumerate(adapter.classes.tolist())}
     idx = np.fromiter((pos[v] for v in pd.Series(y_arr[has_y], dtype=object).tolist()), dtype=np.intp,
                       count=int(has_y.sum()))
@@ -71,7 +91,7 @@ def _row_errors(adapter: ModelAdapter, frame: pd.DataFrame, y, kind: str, func: 
     return out
 
 
-def row_errors(model, X, y, *, error: str = "auto") -> np.ndarray:
+def row_errors(model, X, y, *, error: str = "auto", predictions=None) -> np.ndarray:
     """Each row's error against its true value.
 
     Parameters
@@ -85,6 +105,11 @@ def row_errors(model, X, y, *, error: str = "auto") -> np.ndarray:
         probability the classifier gives the true class. ``"misclassified"``: 1 where the
         predicted label is wrong, else 0. ``"auto"``: absolute for a regressor, proba
         for a classifier with ``predict_proba``, else misclassified.
+    predictions : callable, default=None
+        ``predictions(what)`` gives the model's predictions of every row of X, for
+        ``what`` in :data:`PREDICTION_KINDS` ("values": the adapter's ``predict``,
+        "labels": the model's ``predict``, "proba": class probabilities), where the
+        caller already has them; None: they are computed.
 
     Returns
     -------
@@ -101,4 +126,4 @@ def row_errors(model, X, y, *, error: str = "auto") -> np.ndarray:
     frame = adapter.to_frame(X)
     if y is None:
         raise InvalidDataError("row_errors needs the target y (the true values of the rows of X).")
-    return _row_errors(adapter, frame, y, error, "row_errors")
+    return _row_errors(adapter, frame, y, error, "row_errors", predictions)

@@ -133,7 +133,8 @@ def _error_tree(sub: pd.DataFrame, err: np.ndarray, *, max_depth: int, min_rows:
 
 
 def propose_segments(model, X, y, *, max_depth: int = 3, min_rows: int = 30, n: int = 5,
-                     error: str = "auto", max_levels: int = 100, random_state: int = 0) -> list[ProposedSegment]:
+                     error: str = "auto", max_levels: int = 100, random_state: int = 0,
+                     fit_rows: int | None = None, predictions=None) -> list[ProposedSegment]:
     """The segments where the model fails most: the leaves of a shallow tree fitted to the errors.
 
     A :class:`~sklearn.tree.DecisionTreeRegressor` (depth ``max_depth``, at least
@@ -163,6 +164,14 @@ def propose_segments(model, X, y, *, max_depth: int = 3, min_rows: int = 30, n: 
         text) are left out of the tree.
     random_state : int, default=0
         The tree's seed: the same inputs give the same segments.
+    fit_rows : int, default=None
+        Fit the tree on a seeded sample of this many rows with a target, stratified by
+        class (a classifier) or by error decile (a regressor), where there are more:
+        the rules come from the sample, each segment's rows and mean error are counted
+        on every row. None: every row.
+    predictions : callable, default=None
+        The model's predictions of every row, where the caller has them; see
+        :func:`row_errors`.
 
     Returns
     -------
@@ -173,14 +182,19 @@ def propose_segments(model, X, y, *, max_depth: int = 3, min_rows: int = 30, n: 
     func = "propose_segments"
     _check_options(y, max_depth=max_depth, min_rows=min_rows, n=n, max_levels=max_levels,
                    random_state=random_state, func=func)
+    if fit_rows is not None and (isinstance(fit_rows, bool) or not isinstance(fit_rows, (int, np.integer))
+                                 or fit_rows < 2 * min_rows):
+        raise param_error("fit_rows", func, f"None or an int >= 2 x min_rows ({2 * min_rows})", fit_rows)
     adapter = _adapter(model)
     frame = adapter.to_frame(X)
     kind = _resolve_error(adapter, error, func)
-    err_all = _row_errors(adapter, frame, y, kind, func)
+    err_all = _row_errors(adapter, frame, y, kind, func, predictions)
     has_y = ~np.isnan(err_all)
     rows = np.flatnonzero(has_y)
     if len(rows) < 2 * min_rows:
         return []
+    if fit_rows is not None and len(rows) > int(fit_rows):
+        rows = rows[_fit_sample(adapter, y, err_all, rows, int(fit_rows), random_state)]
     err = err_all[rows]
     sub = frame.iloc[rows]
 
@@ -192,6 +206,19 @@ def propose_segments(model, X, y, *, max_depth: int = 3, min_rows: int = 30, n: 
     leaves = _leaf_paths(tree.tree_, Z, cols, levels, len(rows))
     proposals = _leaf_segments(leaves, names, levels, frame, err_all, has_y, min_rows)
     return _ranked(proposals, n, kind)
+
+
+def _fit_sample(adapter, y, err_all: np.ndarray, rows: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """Positions into ``rows`` of the error tree's sample: stratified by class (a classifier),
+    by error decile (a regressor)."""
+    from ..sampling import stratified_rows
+
+    if adapter.task == "regression":
+        err = err_all[rows]
+        strata = np.searchsorted(np.quantile(err, np.linspace(0.1, 0.9, 9)), err, side="right")
+    else:
+        strata = np.asarray(pd.Series(np.asarray(y, dtype=object)).iloc[rows].astype(str))
+    return stratified_rows(strata, n, seed)
 
 
 # ------------------------------------------------------------------------------ steps

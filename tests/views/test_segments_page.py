@@ -230,3 +230,18 @@ def test_errors_spread_evenly_say_so(monkeypatch):
     at = open_page(PAGE)
     assert "No part of the data stands out: the model's errors are spread evenly." in [i.value for i in at.info]
     state.result_cache().clear()
+
+
+def test_proposals_on_a_sample_say_so_and_offer_every_row(monkeypatch):
+    """Where the data has more rows than the error tree's sample, the page says how many rows it
+    was fitted on and offers every row (issue #31); the demo stands in for a large table."""
+    from dashboard.state import segment_views as sv
+
+    monkeypatch.setattr(sv, "SEGMENT_FIT_ROWS", 200)
+    at = open_page("views/segments.py")
+    captions = [c.value for c in at.caption if "seeded sample of 200 of the 442 rows" in c.value]
+    assert captions and "counted on every row" in captions[0]
+    toggle = at.toggle(key="seg_prop_all")
+    assert toggle.value is False
+    toggle.set_value(True).run()
+    assert not at.exception and not [c for c in at.caption if "seeded sample" in c.value]
