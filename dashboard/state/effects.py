@@ -8,6 +8,7 @@ import numpy as np
 from .cache import result_cache
 from .context import ModelContext
 from .outputs import effects_model, scale_key, scale_named
+from .rows import view_rows
 
 
 PDP_MAX_ROWS = 2_000  # rows behind a PDP/ICE on the page; a seeded sample above that
@@ -30,15 +31,38 @@ def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, perc
     return result_cache().get_or_compute(key, compute)
 
 
+#: rows behind an ALE curve: a seeded sample above that (view_rows: classes in proportion). ALE
+#: predicts each row at its bin's two edges (four corners for two features): on a million rows
+#: the Interactions page's second-order ALE alone took 10 s
+ALE_MAX_ROWS = 50_000
+
+
+def ale_rows(ctx: ModelContext) -> int:
+    """The rows an ALE is computed on."""
+    return min(len(ctx.X), ALE_MAX_ROWS)
+
+
+def ale_caption(ctx: ModelContext) -> str | None:
+    """What the pages say under an ALE computed on a sample (None: on every row)."""
+    if len(ctx.X) <= ALE_MAX_ROWS:
+        return None
+    return (f"ALE from a seeded sample of {ALE_MAX_ROWS:,} of the {len(ctx.X):,} rows "
+            f"({'classes kept in proportion' if ctx.task != 'regression' and ctx.y is not None else 'drawn at random'}).")
+
+
 def ale(ctx: ModelContext, feature, n_bins: int):
-    """ALE of one numeric feature (a name), or second-order ALE of two (a tuple), cached."""
+    """ALE of one numeric feature (a name), or second-order ALE of two (a tuple), cached;
+    on the seeded sample of :func:`ale_rows` rows."""
     def compute():
         from explainers.ale import ale as ale_fn
 
-        return scale_named(ale_fn(effects_model(ctx), ctx.X, list(feature) if isinstance(feature, tuple) else feature,
+        X = ctx.X if rows is None else ctx.X.iloc[rows]
+        return scale_named(ale_fn(effects_model(ctx), X, list(feature) if isinstance(feature, tuple) else feature,
                                   n_bins=n_bins), ctx)
 
-    return result_cache().get_or_compute(("ale", ctx.model_key, ctx.data_key, feature, n_bins, scale_key(ctx)),
+    n = ale_rows(ctx)
+    rows = None if n == len(ctx.X) else view_rows(ctx, n)
+    return result_cache().get_or_compute(("ale", ctx.model_key, ctx.data_key, feature, n_bins, scale_key(ctx), n),
                                          compute)
 
 

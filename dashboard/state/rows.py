@@ -37,6 +37,19 @@ def _seeded_rows(n_total: int, n: int) -> np.ndarray:
     return np.sort(np.random.default_rng(0).choice(n_total, n, replace=False))
 
 
+def view_rows(ctx: ModelContext, n: int) -> np.ndarray:
+    """Positions (in data order) of the seeded sample of ``n`` rows a bounded view starts from:
+    stratified by class where a classifier's target is known (each class in proportion), else
+    a seeded draw; every row where there are no more. The same rows on every visit."""
+    if len(ctx.X) <= n:
+        return np.arange(len(ctx.X))
+    if ctx.y is None or ctx.task == "regression":
+        return _seeded_rows(len(ctx.X), n)
+    from explainers.sampling import stratified_rows
+
+    return stratified_rows(ctx.y.to_numpy(), n, seed=0)
+
+
 def _nested_rows(n_total: int, n: int) -> np.ndarray:
     """Positions of a seeded sample of n rows, in data order, nested: the sample of n rows
     is part of the sample of any larger n (the first n of one fixed shuffle), so a larger

@@ -212,4 +212,5 @@ with d3:
 st.caption("Left: each dot is a row; its height is the pair's SHAP interaction (φᵢⱼ + φⱼᵢ: what the two "
            "features add together beyond their separate effects), its colour the partner's value. Middle: "
            "the 2D partial dependence (both effects and their interaction). Right: the second-order ALE, the "
-           "interaction alone, from changes within the data's own cells.")
+           "interaction alone, from changes within the data's own cells."
+           + (f" {state.ale_caption(ctx)}" if state.ale_caption(ctx) else ""))

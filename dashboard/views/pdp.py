@@ -82,7 +82,8 @@ if two_d:
                 widgets.show_error(exc)
         st.caption("The second-order ALE (right) shows the two features' interaction alone, from "
                    "changes within the data's own cells: each feature's own effect is removed, and "
-                   "no row is moved to a corner where no data lies.")
+                   "no row is moved to a corner where no data lies."
+                   + (f" {state.ale_caption(ctx)}" if state.ale_caption(ctx) else ""))
     else:
         st.plotly_chart(fig, key="pdp_2d")
     st.caption(f"{int((res.counts == 0).sum())} of {res.counts.size} cells have no data rows behind them.")
@@ -105,7 +106,8 @@ else:
             with right:
                 widgets.show_error(exc)
         st.caption("ALE (right) accumulates local changes within the data's own bins, so unlike the "
-                   "PDP it never evaluates the model on rows that cannot occur when features are correlated.")
+                   "PDP it never evaluates the model on rows that cannot occur when features are correlated."
+                   + (f" {state.ale_caption(ctx)}" if state.ale_caption(ctx) else ""))
     else:
         st.plotly_chart(fig, key="pdp_1d")
 st.caption(f"Method: {res.method}; {len(res.row_indices):,} rows behind each point.")

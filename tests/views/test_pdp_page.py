@@ -146,3 +146,31 @@ def test_model_switch_with_choices_from_the_old_model():
         assert not at.error, (page, [e.value for e in at.error])
     at.switch_page("views/shap.py").run()
     assert at.multiselect(key="shap_mask").value == []  # 'bmi' is not a wine feature
+
+
+def test_ale_on_a_sample_equals_ale_of_the_sample_and_says_so(monkeypatch):
+    """Above ALE_MAX_ROWS the ALE is computed on the seeded, class-stratified sample (issue #31):
+    the same numbers as ALE of those rows, and the page says how many rows it used."""
+    import numpy as np
+
+    from dashboard.state import effects
+    from dashboard.state.context import demo_context
+    from dashboard.state.rows import view_rows
+    from explainers.ale import ale
+
+    monkeypatch.setattr(effects, "ALE_MAX_ROWS", 200)
+    ctx = demo_context("breast_cancer_hgb")
+    rows = view_rows(ctx, 200)
+    assert len(rows) == 200 and np.array_equal(rows, view_rows(ctx, 200))
+    share = ctx.y.value_counts(normalize=True)
+    got = ctx.y.iloc[rows].value_counts(normalize=True)
+    assert np.all(np.abs(got.reindex(share.index) - share) * 200 < 1.0)  # classes in proportion
+    f = ctx.X.columns[0]
+    res = effects.ale(ctx, f, 20)
+    want = ale(effects.effects_model(ctx), ctx.X.iloc[rows], f, n_bins=20)
+    want = effects.scale_named(want, ctx)
+    np.testing.assert_allclose(res.effect, want.effect, rtol=0, atol=1e-12)
+    assert np.array_equal(res.counts, want.counts) and int(res.counts.sum()) <= 200
+    at = open_page("views/pdp.py", demo="breast_cancer_hgb")
+    assert any(f"seeded sample of 200 of the {len(ctx.X):,} rows" in c.value for c in at.caption), \
+        [c.value for c in at.caption]
