@@ -23,9 +23,33 @@ def all_predictions(ctx: ModelContext, output: str = "auto", class_index: int | 
 
 
 def all_labels(ctx: ModelContext) -> np.ndarray:
-    """The model's own ``predict`` of every row (class labels of a classifier), cached (read-only)."""
-    return result_cache().get_or_compute(("all_labels", ctx.model_key, ctx.data_key),
-                                         lambda: _frozen(ctx.adapter.predict_labels(ctx.X)))
+    """The model's own ``predict`` of every row (class labels of a classifier), cached (read-only).
+
+    For a classifier whose ``predict`` is by definition the class of largest probability
+    (:func:`_labels_are_argmax`), taken from the shared probabilities: the same labels,
+    without a second pass of the model over every row."""
+    def compute() -> np.ndarray:
+        if _labels_are_argmax(ctx.model):
+            proba = np.asarray(all_predictions(ctx, "proba", None)).reshape(len(ctx.X), -1)
+            return _frozen(np.asarray(ctx.model.classes_)[np.argmax(proba, axis=1)])
+        return _frozen(ctx.adapter.predict_labels(ctx.X))
+
+    return result_cache().get_or_compute(("all_labels", ctx.model_key, ctx.data_key), compute)
+
+
+def _labels_are_argmax(model) -> bool:
+    """Whether ``model.predict`` is ``classes_[argmax(predict_proba)]`` by its own code: a tree
+    model read from a library file, scikit-learn's forests, trees and histogram boosting (or a
+    Pipeline ending in one, whose steps do not change the rows)."""
+    from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier, RandomForestClassifier
+    from sklearn.tree import DecisionTreeClassifier, ExtraTreeClassifier
+
+    from explainers.trees.native import NativeTreeClassifier
+
+    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    exact = (NativeTreeClassifier, RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier,
+             ExtraTreeClassifier, HistGradientBoostingClassifier)
+    return type(final) in exact and hasattr(model, "classes_")
 
 
 def prediction_source(ctx: ModelContext):
