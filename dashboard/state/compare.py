@@ -305,7 +305,9 @@ def importance_comparison(ctx: ModelContext, results):
     """The importances side by side, with rank agreement (features every model has)."""
     from explainers.importance import compare_importances
 
-    return compare_importances(results, X=ctx.X)
+    from .importance import evidence_rows
+
+    return compare_importances(results, X=evidence_rows(ctx.X))
 
 
 # ------------------------------------------------------------- disagreement

@@ -338,11 +338,25 @@ def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows:
     return results, skipped
 
 
+#: rows the comparison reads the data's evidence from (distinct values, correlations): a seeded
+#: sample above that (its criteria are shares of the rows, the same on a sample)
+EVIDENCE_ROWS = 50_000
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def comparison(model_key: str, data_key: str, labels: tuple, _results: list, _X):
+    """The importances side by side with where they disagree and why; the data's evidence
+    read from a seeded sample of EVIDENCE_ROWS rows of a larger table."""
     from explainers.importance import compare_importances
 
-    return compare_importances(_results, X=_X)
+    return compare_importances(_results, X=evidence_rows(_X))
+
+
+def evidence_rows(X):
+    """The rows the comparison of importances reads the data's evidence from (EVIDENCE_ROWS)."""
+    from .rows import _seeded_rows
+
+    return X if len(X) <= EVIDENCE_ROWS else X.iloc[_seeded_rows(len(X), EVIDENCE_ROWS)]
 
 
 #: the Importance page's methods that can be computed on a segment's rows (the others read the training split)
