@@ -87,7 +87,8 @@ with st.sidebar:
         **state.bind(state.ACTIVE, state.default_model(), options=keys),
     )
     try:
-        ctx = state.current()
+        with st.spinner("Reading the model and its data…", show_time=True):  # shown only while a large file reads
+            ctx = state.current()
     except Exception as exc:
         st.error(md(messages.for_page(exc)), icon=":material/error:")
         st.stop()

@@ -162,6 +162,11 @@ def _pairs(args) -> list[dict]:
     return entries
 
 
+#: data files larger than this are checked by their columns only before the server starts (the
+#: model is loaded, the target looked for); the server reads them once, when first shown
+FULL_CHECK_BYTES = 32_000_000
+
+
 def check_entry(entry: dict, trusted: bool, label: str = "") -> None:
     """Load the model and its data as the server will; raise UsageError with one line when that fails."""
     from explainers import ExplainerError, load_data, load_model
@@ -189,6 +194,11 @@ def check_entry(entry: dict, trusted: bool, label: str = "") -> None:
             shown = ", ".join(columns[:20]) + (" …" if len(columns) > 20 else "")
             raise UsageError(f"the target column {target!r} is not in {entry['data']}{where}; its columns "
                              f"are: {shown}")
+        if Path(entry["data"]).stat().st_size > FULL_CHECK_BYTES:
+            # a large file is read once, by the server, behind a spinner: it listens at once
+            print(f"note: {entry['data']} ({Path(entry['data']).stat().st_size / 1e6:,.0f} MB) is read and checked "
+                  "against the model when the dashboard first shows it.", file=sys.stderr)
+            return
         load_data(entry["data"], model=model, target=target)
     except UsageError:
         raise

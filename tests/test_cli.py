@@ -244,3 +244,20 @@ def test_serve_entries_carry_the_target_transform(tmp_path):
     assert entries[0]["target_transform"] == "log" and "target_transform" not in entries[1]
     parsed = served.parse_entries(entries, "test")
     assert [e.target_transform for e in parsed] == ["log", None]
+
+
+def test_a_large_data_file_is_checked_by_its_columns_before_the_server_starts(files, monkeypatch, capsys):
+    """Issue #31: the server listens at once whatever the data's size; a file over FULL_CHECK_BYTES
+    is read once, by the server, so the command checks the model and the target column only."""
+    from dashboard import cli
+
+    entry = {"model": str(files / "m.skops"), "data": str(files / "short.csv"), "target": None, "name": "m"}
+    with pytest.raises(cli.UsageError, match="lacks 1 column"):
+        cli.check_entry(entry, trusted=False)  # a small file: read and checked in full
+    monkeypatch.setattr(cli, "FULL_CHECK_BYTES", 10)
+    cli.check_entry(entry, trusted=False)  # the same file counted as large: its full check is the server's
+    assert "is read and checked against the model when the dashboard first shows it" in capsys.readouterr().err
+    with pytest.raises(cli.UsageError, match="target column 'price' is not in"):
+        cli.check_entry({**entry, "target": "price"}, trusted=False)  # the columns are still read
+    with pytest.raises(cli.UsageError, match="not a readable .skops model"):
+        cli.check_entry({**entry, "model": str(files / "broken.skops")}, trusted=False)

@@ -23,15 +23,8 @@ if metric:
     st.markdown(f"**{metric['name']}:** {metric['value']:.3f}"
                 + (f" · ROC AUC {metric['roc_auc']:.3f}" if "roc_auc" in metric else ""))
 elif ctx.y is not None:
-    # scored on the model's own scale (a column in a log target's original units is converted)
-    score = state.data_score(ctx, qs.target_on_scale(ctx, "model"), state.target_output(ctx),
-                             state.target_transform(ctx))
-    if score:
-        left_out = score.get("n_left_out", 0)  # rows with an empty target are not scored
-        st.markdown(f"**{score['name']} on the uploaded data:** {score['value']:.3f} "
-                    + (f"on the {score['n_rows']:,} rows with a target ({left_out:,} with an empty target "
-                       "left out) " if left_out else "")
-                    + "(held out only if these rows were not used for training)")
+    # filled at the end of the page: on a large table the rest shows while every row is predicted
+    score_slot = st.empty()
 else:
     st.caption("No target column was given, so no score is shown.")
 for notice in ctx.notices:
@@ -66,6 +59,20 @@ st.subheader("Features")
 features = state.feature_summary(ctx.data_key, ctx.X)
 # every feature in view (a table that scrolls after ten rows hides the rest), up to about fifty
 widgets.table(features, hide_index=True, width="stretch", height=min(38 + 35 * len(features), 1800))
+
+if not metric and ctx.y is not None:
+    # scored on the model's own scale (a column in a log target's original units is converted)
+    with score_slot, st.spinner(f"Scoring the model on {len(ctx.X):,} rows…"):
+        score = state.data_score(ctx, qs.target_on_scale(ctx, "model"), state.target_output(ctx),
+                                 state.target_transform(ctx))
+    if score:
+        left_out = score.get("n_left_out", 0)  # rows with an empty target are not scored
+        score_slot.markdown(f"**{score['name']} on the uploaded data:** {score['value']:.3f} "
+                            + (f"on the {score['n_rows']:,} rows with a target ({left_out:,} with an empty "
+                               "target left out) " if left_out else "")
+                            + "(held out only if these rows were not used for training)")
+    else:
+        score_slot.empty()
 
 st.subheader("Switch model")
 left, right = st.columns(2)
