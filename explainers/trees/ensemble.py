@@ -355,7 +355,7 @@ class TreeEnsemble:
         -------
         ndarray of shape (n_samples, n_raw)
         """
-        from .walks import rules_of, tree_sums_kernel
+        from .walks import predict_block_rows, rules_of, tree_sums_kernel
 
         Xw = self.prepare_inputs(X)
         if Xw.ndim != 2 or Xw.shape[1] != self.n_features:
@@ -363,7 +363,7 @@ class TreeEnsemble:
         nodes, thr = self.packed_nodes
         total = np.empty((len(Xw), self.n_raw))
         tree_sums_kernel(Xw, nodes, thr, self.missing_go_left, *rules_of(self), np.ascontiguousarray(self.value),
-                         self.roots, self.max_depth, 256, total)
+                         self.roots, self.max_depth, predict_block_rows(len(Xw)), total)
         return self.base[None, :] + self.scale * total
 
     def transform_raw(self, raw: np.ndarray) -> np.ndarray:

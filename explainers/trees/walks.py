@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["split_positions", "grid_slices", "pack_nodes", "tree_sums_kernel", "walk_block", "prefix_sum", "prefix_sums", "goes_left",
+__all__ = ["split_positions", "grid_slices", "pack_nodes", "tree_sums_kernel", "predict_block_rows", "walk_block", "prefix_sum", "prefix_sums", "goes_left",
            "rule_left", "rules_of"]
 
 
@@ -336,6 +336,21 @@ def prefix_sum(D, G1, G2):  # pragma: no cover - compiled
         for b in range(G2):
             for r in range(R):
                 D[a, b, r] += D[a - 1, b, r]
+
+
+#: rows a block of a plain predict walks together, at most (2,048 walk a 200-tree model 1.5x
+#: faster than 256: each node's visit is shared by more rows)
+PREDICT_BLOCK_ROWS = 2048
+
+
+def predict_block_rows(n: int) -> int:
+    """Rows per block of :func:`tree_sums_kernel` for ``n`` rows: as many as PREDICT_BLOCK_ROWS,
+    in the same number of blocks on every thread (at least 64 rows)."""
+    import numba
+
+    threads = numba.get_num_threads()
+    n_blocks = threads * -(-max(1, n) // (threads * PREDICT_BLOCK_ROWS))
+    return int(max(64, -(-max(1, n) // n_blocks)))
 
 
 @njit(parallel=True, cache=True, nogil=True)
