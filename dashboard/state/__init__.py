@@ -51,8 +51,10 @@ from .attribution import (
     explain_row,
     explain_sample,
     output_label,
+    row_errors_listed,
     row_table,
 )
+from .counterfactuals import predicted_label
 from .batch_runs import BATCH_REFUSED, batch_folder, precomputed_attributions
 from .columns import category_options
 from .costs import (

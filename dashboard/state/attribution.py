@@ -257,6 +257,13 @@ def row_table(model_key: str, data_key: str, class_index: int, _ctx: ModelContex
     return table.copy()  # the cached one is shared by every session: never hand it out to be changed
 
 
+def row_errors_listed(ctx: ModelContext, class_index: int) -> bool:
+    """Whether :func:`row_table` has an error column (a target, and of several outputs the one
+    it holds), known without predicting any row."""
+    several = ctx.task == "regression" and getattr(ctx.adapter, "n_targets", 1) > 1
+    return ctx.y is not None and (not several or target_output(ctx) == class_index)
+
+
 def _scaled(ctx: ModelContext, output: str):
     """The adapter whose predictions are on the scale of ``explain``'s ``output``."""
     want = adapter_output(output, ctx)
@@ -276,8 +283,7 @@ def _row_table(class_index: int, _ctx: ModelContext, output: str = "auto") -> pd
     table = pd.DataFrame({"row": np.arange(len(_ctx.X)), "prediction": pred})
     if _ctx.task != "regression":  # the class the model predicts (a margin's sign or argmax is not shown)
         table["predicted"] = all_labels(_ctx).astype(str)
-    several = _ctx.task == "regression" and getattr(_ctx.adapter, "n_targets", 1) > 1
-    if _ctx.y is not None and (not several or target_output(_ctx) == class_index):
+    if row_errors_listed(_ctx, class_index):
         # (of several outputs, only the one the target column holds has an error)
         if _ctx.task == "regression":
             table["error"] = np.abs(pred - _ctx.y.to_numpy(dtype=float))

@@ -20,14 +20,15 @@ st.title("Why this prediction?")
 c1, c2, c3 = st.columns([2, 2, 1])
 method = c3.selectbox("Method", state.SHAP_METHODS, **state.bind("shap_method", "auto", options=state.SHAP_METHODS))
 output, _ = state.shap_setting(ctx, method)  # the sidebar's Scale, as this method can give it
-table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx,
-                        notice=Working("Predicting every row…"), output=output)
-picks = ["index", "highest prediction", "lowest prediction"] + (["largest error"] if "error" in table else [])
+picks = (["index", "highest prediction", "lowest prediction"]
+         + (["largest error"] if state.row_errors_listed(ctx, state.class_index(ctx)) else []))
 pick_by = c1.radio("Pick a row by", picks, horizontal=True, **state.bind("shap_pick", "index", options=picks))
 last = len(ctx.X) - 1
-if pick_by == "index":
+if pick_by == "index":  # every row's prediction is needed only to sort them
     row = int(c2.number_input(f"Row (0 – {last})", 0, last, **state.bind("shap_row", 0, valid=lambda v: 0 <= v <= last)))
 else:
+    table = state.row_table(ctx.model_key, ctx.data_key, state.class_index(ctx), ctx,
+                            notice=Working("Predicting every row…"), output=output)
     col, asc = {"highest prediction": ("prediction", False), "lowest prediction": ("prediction", True),
                 "largest error": ("error", False)}[pick_by]
     top = table.sort_values(col, ascending=asc, kind="stable").head(50).row.tolist()
@@ -60,8 +61,8 @@ if res.params.get("scale_note"):
 draw = figures.waterfall_figure if view == "waterfall" else figures.force_figure
 st.plotly_chart(draw(res, 0, class_index=ci, max_display=12, row_label=row), key="shap_local")
 st.markdown(f"**{state.additivity_line(res, 0, ci)}**")
-if "predicted" in table:
-    st.caption(f"Predicted class of row {row}: **{md(table.predicted[row])}** (the model's own prediction).")
+if (label := state.predicted_label(ctx, row)) is not None:
+    st.caption(f"Predicted class of row {row}: **{md(label)}** (the model's own prediction).")
 widgets.empty_cells_caption(ctx, res, row, empty_missing)
 if masked:
     pick = (lambda a: float(a[0])) if ci is None else (lambda a: float(a[0, ci]))
