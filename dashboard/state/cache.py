@@ -15,6 +15,9 @@ GLASSBOX_RESULT_CACHE_BYTES       bytes kept on disk (default 1,000,000,000; uni
 GLASSBOX_RESULT_CACHE             ``off`` (or 0/false/no): no disk layer in the default
                                   folder. Under pytest the same holds: the disk layer is on
                                   there only where GLASSBOX_RESULT_CACHE_DIR is set.
+GLASSBOX_MEMORY_BUDGET            bytes of results (loaded models and data included) kept in
+                                  memory, least recently used dropped first (default 4 GB;
+                                  see :mod:`dashboard.state.memory`)
 ================================  ==========================================================
 """
 from __future__ import annotations
@@ -317,20 +320,31 @@ class ResultCache:
     (computed).
     """
 
-    def __init__(self, max_entries: int = 64, disk: DiskCache | None = None):
+    def __init__(self, max_entries: int = 64, disk: DiskCache | None = None, max_bytes: int | None = None):
         self._data: "OrderedDict[tuple, object]" = OrderedDict()
+        self._sizes: dict[tuple, int] = {}
         self._lock = threading.Lock()
         self.max_entries = max_entries
+        self.max_bytes = max_bytes  # None: bounded by the count only
+        self.bytes = 0  # the estimated size of what is held (memory.approx_bytes)
         self.disk = disk
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
 
     def _remember(self, key, value) -> None:  # under self._lock
+        from .memory import approx_bytes
+
+        self.bytes -= self._sizes.pop(key, 0)
         self._data[key] = value
         self._data.move_to_end(key)
-        while len(self._data) > self.max_entries:
-            self._data.popitem(last=False)
+        self._sizes[key] = size = approx_bytes(value)
+        self.bytes += size
+        # the least recently used go first; the newest stays, however large
+        while len(self._data) > 1 and (len(self._data) > self.max_entries
+                                       or (self.max_bytes is not None and self.bytes > self.max_bytes)):
+            old, _ = self._data.popitem(last=False)
+            self.bytes -= self._sizes.pop(old, 0)
 
     def get_or_compute(self, key: tuple, compute):
         with self._lock:
@@ -367,6 +381,8 @@ class ResultCache:
         """Forget the results in memory (the disk layer keeps its files: :meth:`clear_disk`)."""
         with self._lock:
             self._data.clear()
+            self._sizes.clear()
+            self.bytes = 0
 
     def clear_disk(self) -> None:
         """Delete the disk layer's files (if there is one)."""
@@ -445,4 +461,11 @@ def result_cache() -> ResultCache:
                         _RESULTS.disk = disk_from_env()
                     except (ValueError, OSError) as exc:
                         log.warning("Glassbox keeps computed results in memory only: %s", exc)
+                from .memory import DEFAULT_MEMORY_BYTES, memory_budget
+
+                try:
+                    _RESULTS.max_bytes = memory_budget(os.environ)
+                except ValueError as exc:
+                    log.warning("Glassbox keeps %s of results in memory: %s", f"{DEFAULT_MEMORY_BYTES:,} bytes", exc)
+                    _RESULTS.max_bytes = DEFAULT_MEMORY_BYTES
     return _RESULTS
