@@ -4,8 +4,8 @@ They run the group walk of :mod:`explainers.trees.walks` over a sorted grid on o
 or two target features and turn the summed leaf values into ICE curves
 (:func:`ice_tree_kernel`) or straight into the average: for an identity
 transform by :func:`pd_sum_kernel` (a leaf then costs one update per row group
-rather than one per row), for any other by :func:`pd_mean_kernel` (per row,
-with no ICE array written). :func:`recursion_kernel` is scikit-learn's weighted
+rather than one per row), for any other by :func:`ice_tree_kernel` with ``mean``
+(per row, with no ICE array written). :func:`recursion_kernel` is scikit-learn's weighted
 (``method="recursion"``) tree traversal.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from numba import njit, prange
 
 from ..trees.walks import prefix_sum, prefix_sums, walk_block
 
-__all__ = ["ice_tree_kernel", "pd_mean_kernel", "pd_sum_kernel", "recursion_kernel"]
+__all__ = ["ice_tree_kernel", "pd_sum_kernel", "recursion_kernel"]
 
 #: rows whose outputs are written together when ICE is finished from the sums
 _TILE = 16
@@ -24,14 +24,16 @@ _TILE = 16
 @njit(parallel=True, cache=True, nogil=True)
 def ice_tree_kernel(
     Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots,
-    base, scale, tcode, max_depth, block, parts, out,
+    base, scale, tcode, max_depth, block, parts, out, mean,
 ):  # pragma: no cover - compiled
-    """Exact ICE of every row of ``Xw`` over a G1 x G2 grid.
+    """Exact ICE of every row of ``Xw`` over a G1 x G2 grid, or (``mean``) its sum per block.
 
     Writes ``out[i, a, b, :] = transform(base + scale * sum_t value_t(leaf))``
     for row i with its target features set to grid point (a, b). ``out`` has
-    shape (n, G1, G2, K) with K = 2 for the sigmoid transform, else n_raw.
-    tcode: 0 identity, 1 exp, 2 sigmoid, 3 softmax. Rows are taken in blocks
+    shape (n, G1, G2, K) with K = 2 for the sigmoid transform, else n_raw. With
+    ``mean`` (the average of a non-identity transform, no ICE kept) ``out`` has
+    shape (n_blocks, G1, G2, K) and block ``blk`` adds its rows' outputs into
+    ``out[blk]`` instead. tcode: 0 identity, 1 exp, 2 sigmoid, 3 softmax. Rows are taken in blocks
     (in parallel); within a block each tree is walked by all rows together
     before the next tree, so the tree's nodes stay in cache. With ``parts`` > 1
     (fewer blocks than threads) each block's trees are split in that many parts,
@@ -41,20 +43,25 @@ def ice_tree_kernel(
     R = value.shape[1]
     depth = max_depth + 2
     n_blocks = (n + block - 1) // block
-    if parts > 1:
-        Ds = _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
-                           roots, depth, block, parts, True)
+    Ds = _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
+                       roots, depth, block, parts, True)
     for blk in prange(n_blocks):
         start = blk * block
         stop = min(n, start + block)
         m = stop - start
-        if parts > 1:
-            D = _added_parts(Ds, blk, parts)
-        else:
-            D = np.zeros((G1, G2, R, m))
-            walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
-                       value, roots, depth, D, True)
-        prefix_sums(D)
+        D = _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start,
+                          cat_bits, value, roots, depth, Ds, blk, parts)
+        if mean:
+            acc = out[blk]
+            cell = np.empty(out.shape[3])
+            for a in range(G1):
+                for b in range(G2):
+                    Dab = D[a, b]
+                    for i in range(m):
+                        _transform_into(Dab, i, base, scale, tcode, cell)
+                        for k in range(cell.shape[0]):
+                            acc[a, b, k] += cell[k]
+            continue
         for i0 in range(0, m, _TILE):  # a few rows at a time: their outputs stay in cache
             for a in range(G1):
                 for b in range(G2):
@@ -67,11 +74,14 @@ def ice_tree_kernel(
 def _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots, depth,
                   block, parts, per_row):  # pragma: no cover - compiled
     """The walk's sums of each block of rows over each part of the trees, in parallel:
-    shape (n_blocks * parts, G1, G2, R, block or 1); job ``blk * parts + part``."""
+    shape (n_blocks * parts, G1, G2, R, block or 1); job ``blk * parts + part``. Nothing
+    (an empty array) for one part: each block is then walked where it is used."""
     n = Xw.shape[0]
     R = value.shape[1]
     T = roots.shape[0]
     n_blocks = (n + block - 1) // block
+    if parts <= 1:
+        return np.zeros((0, G1, G2, R, 1))
     Ds = np.zeros((n_blocks * parts, G1, G2, R, block if per_row else 1))
     for job in prange(n_blocks * parts):
         blk = job // parts
@@ -84,6 +94,21 @@ def _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_
 
 
 @njit(cache=True, nogil=True)
+def _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
+                  roots, depth, Ds, blk, parts):  # pragma: no cover - compiled
+    """Block ``blk``'s per-row tree sums (G1, G2, R, rows) after the prefix sums: its parts
+    of :func:`_walked_parts` added, or (one part) its rows walked down every tree here."""
+    if parts > 1:
+        D = _added_parts(Ds, blk, parts)
+    else:
+        D = np.zeros((G1, G2, value.shape[1], stop - start))
+        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                   value, roots, depth, D, True)
+    prefix_sums(D)
+    return D
+
+
+@njit(cache=True, nogil=True)
 def _added_parts(Ds, blk, parts):  # pragma: no cover - compiled
     """Block ``blk``'s sums over all tree parts, added into its first part's array (returned)."""
     D = Ds[blk * parts]
@@ -93,47 +118,6 @@ def _added_parts(Ds, blk, parts):  # pragma: no cover - compiled
         for q in range(D.size):
             flat[q] += other[q]
     return D
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def pd_mean_kernel(
-    Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots, base, scale,
-    tcode, max_depth, block, parts, sums,
-):  # pragma: no cover - compiled
-    """Sum over the rows of ``Xw`` of the transformed outputs at every grid point.
-
-    The average of a non-identity transform with no ICE kept: as
-    :func:`ice_tree_kernel`, but each block adds its rows' outputs into
-    ``sums[blk]`` (shape (n_blocks, G1, G2, K)) instead of writing them out.
-    """
-    n = Xw.shape[0]
-    R = value.shape[1]
-    K = sums.shape[3]
-    depth = max_depth + 2
-    n_blocks = (n + block - 1) // block
-    if parts > 1:
-        Ds = _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
-                           roots, depth, block, parts, True)
-    for blk in prange(n_blocks):
-        start = blk * block
-        stop = min(n, start + block)
-        m = stop - start
-        if parts > 1:
-            D = _added_parts(Ds, blk, parts)
-        else:
-            D = np.zeros((G1, G2, R, m))
-            walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
-                       value, roots, depth, D, True)
-        prefix_sums(D)
-        acc = sums[blk]
-        cell = np.empty(K)
-        for a in range(G1):
-            for b in range(G2):
-                Dab = D[a, b]
-                for i in range(m):
-                    _transform_into(Dab, i, base, scale, tcode, cell)
-                    for k in range(K):
-                        acc[a, b, k] += cell[k]
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -203,7 +203,7 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
     """
     from ..trees.inputs import grid_codes
     from ..trees.walks import grid_slices, rules_of
-    from ._tree_kernels import ice_tree_kernel, pd_mean_kernel, pd_sum_kernel
+    from ._tree_kernels import ice_tree_kernel, pd_sum_kernel
     from ..trees import TRANSFORMS
 
     Xw = ens.prepare_inputs(frame)
@@ -242,7 +242,7 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
                 with _KERNEL_LOCK:
                     ice_tree_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
                                     cat_bits, ens.value, ens.roots, ens.base, ens.scale, tcode, ens.max_depth,
-                                    block, tree_parts(n, block, len(ens.roots)), sub)
+                                    block, tree_parts(n, block, len(ens.roots)), sub, False)
                 if not whole:
                     out[:, part1, part2] = sub
         return out, out.mean(axis=0)
@@ -253,9 +253,9 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
             block = ice_block_rows(n, g1 * g2 * ens.n_raw)
             sums = np.zeros((-(-n // block), g1, g2, K))
             with _KERNEL_LOCK:
-                pd_mean_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start, cat_bits,
-                               ens.value, ens.roots, ens.base, ens.scale, tcode, ens.max_depth, block,
-                               tree_parts(n, block, len(ens.roots)), sums)
+                ice_tree_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
+                                cat_bits, ens.value, ens.roots, ens.base, ens.scale, tcode, ens.max_depth, block,
+                                tree_parts(n, block, len(ens.roots)), sums, True)
             total[part1, part2] = sums.sum(axis=0)
     return None, total / n
 

@@ -139,6 +139,24 @@ def pack_nodes(feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, rig
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _partition(xf, idx, tmp, a, b, t, nan_left):  # pragma: no cover - compiled
+    """Rows ``idx[a:b]`` going left at a plain split (``x <= t``; NaN left where ``nan_left``)
+    packed at ``idx[a:]`` in order, those going right into ``tmp``: (left, right) counts.
+    Inlined with a constant ``nan_left``, so each call site compiles one comparison."""
+    nl = 0
+    nr = 0
+    for j in range(a, b):
+        row = idx[j]
+        x = xf[row]
+        gl = np.int64(not x > t) if nan_left else np.int64(x <= t)
+        idx[a + nl] = row  # a + nl <= j: never overwrites an unread row
+        tmp[nr] = row
+        nl += gl
+        nr += 1 - gl
+    return nl, nr
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _add_rows(d, idx, a, b, v):  # pragma: no cover - compiled
     for j in range(a, b):
         d[idx[j]] += v
@@ -250,24 +268,11 @@ def _walk_group(
                 nl = 0
                 nr = 0
                 if cat_start[node] < 0:
-                    xf = XbT[f]
-                    if ml == 0:  # NaN compares false: it goes right with no test of its own
-                        for j in range(a, b):
-                            row = idx[j]
-                            gl = np.int64(xf[row] <= t)
-                            idx[a + nl] = row  # a + nl <= j: never overwrites an unread row
-                            tmp[nr] = row
-                            nl += gl
-                            nr += 1 - gl
+                    # NaN compares false: with missing going right it needs no test of its own
+                    if ml == 0:
+                        nl, nr = _partition(XbT[f], idx, tmp, a, b, t, False)
                     else:
-                        for j in range(a, b):
-                            row = idx[j]
-                            x = xf[row]
-                            gl = np.int64(not x > t)  # NaN (and x <= t) go left
-                            idx[a + nl] = row
-                            tmp[nr] = row
-                            nl += gl
-                            nr += 1 - gl
+                        nl, nr = _partition(XbT[f], idx, tmp, a, b, t, True)
                 else:
                     for j in range(a, b):
                         row = idx[j]

@@ -10,16 +10,9 @@ import pytest
 from dashboard.state import costs
 from dashboard.state.cache import ResultCache
 from dashboard.state.context import demo_context
+from tests.views.test_tree_costs import _Clock  # a clock that moves only with the work counted
 
 imp_state = importlib.import_module("dashboard.state.importance")  # the package's `importance` is a function
-
-
-class _Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def perf_counter(self):
-        return self.now
 
 
 @pytest.fixture
