@@ -238,10 +238,10 @@ class RegressionQuality:
 def target_rows(y) -> tuple[np.ndarray, int]:
     """(positions of the rows with a target, number left out): NaN, None and blank text
     cells are no target."""
-    s = pd.Series(np.asarray(y, dtype=object) if not isinstance(y, pd.Series) else y.to_numpy(dtype=object))
-    blank = s.isna() | s.map(lambda v: isinstance(v, str) and not v.strip())
-    keep = np.flatnonzero(~blank.to_numpy())
-    return keep, int(blank.sum())
+    from .importance._common import missing_target
+
+    blank = missing_target(y.to_numpy() if isinstance(y, pd.Series) else np.asarray(y))
+    return np.flatnonzero(~blank), int(blank.sum())
 
 
 def _check_target(y, n: int):
@@ -326,7 +326,8 @@ def quality(model, X, y, *, threshold: float | None = None, class_index: int | N
 def margin_labels(adapter: ModelAdapter, X) -> np.ndarray:
     """The positions in ``classes`` of a classifier's own predicted labels (its ``predict``)."""
     position = {str(c): i for i, c in enumerate(adapter.classes)}
-    return np.array([position[str(v)] for v in adapter.predict_labels(X)], dtype=int)
+    codes, uniques = pd.factorize(pd.Series(adapter.predict_labels(X), dtype=object), use_na_sentinel=False)
+    return np.array([position[str(v)] for v in uniques], dtype=int)[codes]
 
 
 # ---------------------------------------------------------------- classifiers
@@ -339,7 +340,10 @@ def _encode(y, classes) -> tuple[np.ndarray, np.ndarray, int, int]:
     for i, c in enumerate(classes):
         if isinstance(c, (int, np.integer, float, np.floating)) and not isinstance(c, bool):
             lookup.setdefault(str(float(c)), i)
-    idx = np.array([lookup.get(str(v), -1) for v in values], dtype=int)
+    # each distinct value's text looked up once (a million rows hold a few classes)
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+    idx = np.array([lookup.get(str(v), -1) for v in uniques], dtype=int)[codes] if len(values) else \
+        np.zeros(0, dtype=int)
     known = idx >= 0
     return keep[known], idx[known], n_blank, int((~known).sum())
 
@@ -430,7 +434,9 @@ def classification_quality(y, proba, classes, *, threshold: float | None = None,
     return ClassificationQuality(
         task="binary" if binary else "multiclass", classes=classes, positive=positive, threshold=threshold,
         rows=rows, y_true=y_true, proba=p, y_pred=y_pred, confusion=conf, roc=rocs, pr=prs, calibration=cals,
-        gains=gs, metrics=metrics, per_class=class_table(y_true, y_pred, p, classes),
+        gains=gs, metrics=metrics,
+        per_class=class_table(y_true, y_pred, p, classes,
+                              known={c: (r.auc, pr.average_precision) for c, r, pr in zip(curve_classes, rocs, prs)}),
         n_left_out=n_blank, n_unknown=n_unknown, params={"threshold": threshold, "class_index": class_index,
                                                           "n_bins": n_bins}, scale=scale)
 
@@ -540,13 +546,18 @@ def threshold_metrics(y_true, score, threshold: float) -> dict:
     }
 
 
-def class_table(y_true, y_pred, proba, classes) -> pd.DataFrame:
+def class_table(y_true, y_pred, proba, classes, known: dict | None = None) -> pd.DataFrame:
     """Per class (one-vs-rest): precision, recall, F1, support, predicted count, ROC AUC and
-    average precision (NaN for a class with no rows)."""
+    average precision (NaN for a class with no rows). ``known``: class -> (ROC AUC, average
+    precision) already computed by the same functions (the curves'), not computed again."""
     k = len(classes)
     prec, rec, f1, sup = skm.precision_recall_fscore_support(y_true, y_pred, labels=np.arange(k), zero_division=0)
     aucs, aps = [], []
     for c in range(k):
+        if known and c in known:
+            aucs.append(float(known[c][0]))
+            aps.append(float(known[c][1]))
+            continue
         hit = (np.asarray(y_true) == c).astype(int)
         both = 0 < hit.sum() < len(hit)
         aucs.append(float(skm.roc_auc_score(hit, proba[:, c])) if both else float("nan"))

@@ -66,6 +66,11 @@ def missing_target(y) -> np.ndarray:
         return np.zeros(arr.shape, dtype=bool)
     if arr.dtype.kind in "fm":
         return np.isnan(arr) if arr.dtype.kind == "f" else np.isnat(arr)
+    if arr.dtype.kind in "OUS" and arr.ndim == 1:
+        # each distinct value looked at once (a million rows hold a few labels)
+        codes, uniques = pd.factorize(pd.Series(arr, dtype=object), use_na_sentinel=True)
+        blank = np.array([isinstance(v, str) and not v.strip() for v in uniques] + [True], dtype=bool)
+        return blank[codes]  # code -1 (an empty cell) takes the last entry
     mask = np.asarray(pd.isna(arr), dtype=bool)
     if arr.dtype.kind in "OUS":
         mask |= np.fromiter((isinstance(v, str) and not v.strip() for v in arr.ravel()), bool,
