@@ -404,3 +404,31 @@ def test_auto_says_why_a_column_mixing_tree_pipeline_is_not_explained_by_its_tre
     assert res.method == "exact" and res.params["reason"].startswith("PCA mixes columns")
     res = explain(make_pipeline(PCA(n_components=2), Ridge()).fit(X, y), X[:3])
     assert "mixes columns" not in res.params["reason"]
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_fold_checks_a_pass_through_edge_instead_of_searching(monkeypatch, scaled):
+    """A column that passes through unchanged (an imputer) gets its edges from the final model's own
+    splits, checked by two runs of the preprocessing, not by a search (counted runs, not time); a
+    scaled column misses that guess and is searched: both fold to the pipeline's predictions."""
+    import explainers.trees.pipeline as pl
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(600, 4)), columns=list("abcd"))
+    X.iloc[rng.choice(600, 60, replace=False), 0] = np.nan
+    y = (X.b.fillna(0) + X.c > 0).astype(int)
+    steps = [SimpleImputer()] + ([StandardScaler()] if scaled else [])
+    model = make_pipeline(*steps, RandomForestClassifier(20, random_state=0)).fit(X, y)
+    runs = []
+    real = pl._transform
+    monkeypatch.setattr(pl, "_transform", lambda plan, cols: runs.append(len(cols[0])) or real(plan, cols))
+    monkeypatch.setattr(pl, "_CACHE", type(pl._CACHE)())
+    ens = pl.flatten_pipeline(model)
+    np.testing.assert_allclose(ens.predict(X), model.predict_proba(X), rtol=0, atol=1e-12)
+    searched = len(runs)
+    if not scaled:
+X
+    else:
+        assert searched > 12, runs  # the guess misses: the b-ary search runs
