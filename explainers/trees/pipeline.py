@@ -651,17 +651,11 @@ def _edges(plan: _Plan, u_nodes: np.ndarray, u_d: np.ndarray, u_j: np.ndarray, l
     edge = lo.copy()
     if change.any():
         ci = np.flatnonzero(change)
-        # first a guess that costs no run of the preprocessing: the edge where the column passes
-        # through unchanged (an imputer, a passthrough), found on the final model's own split; two
-        # probes check it exactly (the last key routed as at lo, the next one not), and only the
-        # splits it misses are searched (a 100-tree pipeline's fold: most of its 5 s was the search)
+        # a guess with no run of the preprocessing (a column passed through unchanged: the final
+        # model's own edge), checked by two probes; only the splits it misses are searched
+        # (_bisect keeps its answer in [lo, hi - 1], so the key after it is in range)
         guess = _bisect(lambda a, k: _final_left(plan, u_nodes[ci[a]], _from_key(k)), lo[ci], hi[ci], at_lo[ci])
-        inside = (guess >= lo[ci]) & (guess < hi[ci])
-        hit = np.zeros(len(ci), bool)
-        if inside.any():
-            gi = np.flatnonzero(inside)
-            hit[gi] = ((left_at(ci[gi], guess[gi]) == at_lo[ci[gi]])
-                       & (left_at(ci[gi], guess[gi] + 1) != at_lo[ci[gi]]))
+        hit = (left_at(ci, guess) == at_lo[ci]) & (left_at(ci, guess + 1) != at_lo[ci])
         edge[ci[hit]] = guess[hit]
         miss = ci[~hit]
         if len(miss):
