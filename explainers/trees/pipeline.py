@@ -563,12 +563,14 @@ def _fold_numeric(plan: _Plan, nodes: np.ndarray, out: dict):
     empty = lo > hi
     nan_route, miss_route = _nan_routes(plan, u_nodes, u_d, u_j)
     at_lo, change, edge = _edges(plan, u_nodes, u_d, u_j, lo, hi, empty)
+    order = np.argsort(inverse, kind="stable")  # each split's nodes, found once (not a scan per split):
+    bounds = np.searchsorted(inverse[order], np.arange(len(u_nodes) + 1))  # order[bounds[i]:bounds[i + 1]]
     for i in range(len(u_nodes)):
         inside, outside = _left_intervals(lo[i], hi[i], empty[i], change[i], at_lo[i], edge[i], nan_route[i])
         rw = _as_threshold(inside + outside, bool(miss_route[i]))
         if rw is None:
             rw = _stretched(plan, inside, lo[i], hi[i], bool(miss_route[i]), int(u_j[i]))
-        for r in np.flatnonzero(inverse == i):
+        for r in order[bounds[i]:bounds[i + 1]]:
             out[int(nodes[r])] = rw
 
 
@@ -651,14 +653,12 @@ def _edges(plan: _Plan, u_nodes: np.ndarray, u_d: np.ndarray, u_j: np.ndarray, l
     edge = lo.copy()
     if change.any():
         ci = np.flatnonzero(change)
-        # a guess with no run of the preprocessing (a column passed through unchanged: the final
-        # model's own edge), checked by two probes; only the splits it misses are searched
-        # (_bisect keeps its answer in [lo, hi - 1], so the key after it is in range)
+        # a guess with no run of the preprocessing (a column passed through unchanged: the final model's
+        # own edge, in [lo, hi - 1]), checked by two probes; only the splits it misses are searched
         guess = _bisect(lambda a, k: _final_left(plan, u_nodes[ci[a]], _from_key(k)), lo[ci], hi[ci], at_lo[ci])
         hit = (left_at(ci, guess) == at_lo[ci]) & (left_at(ci, guess + 1) != at_lo[ci])
         edge[ci[hit]] = guess[hit]
-        miss = ci[~hit]
-        if len(miss):
+        if len(miss := ci[~hit]):
             edge[miss] = _bisect(lambda a, k: left_at(miss[a], k), lo[miss], hi[miss], at_lo[miss])
     return at_lo, change, edge
 
