@@ -349,7 +349,8 @@ def _encode(y, classes) -> tuple[np.ndarray, np.ndarray, int, int]:
 
 
 def classification_quality(y, proba, classes, *, threshold: float | None = None, class_index: int | None = None,
-                           n_bins: int = 10, scale: str = "proba", labels=None) -> ClassificationQuality:
+                           n_bins: int = 10, scale: str = "proba", labels=None,
+                           reuse: "ClassificationQuality | None" = None) -> ClassificationQuality:
     """Quality of a classifier from its class probabilities ``proba`` (n, k) and targets ``y``.
 
     The work of :func:`quality` once the probabilities are known (the dashboard keeps them
@@ -362,6 +363,11 @@ def classification_quality(y, proba, classes, *, threshold: float | None = None,
     labels : array of int, default=None
         With ``"margin"`` and several classes: the model's own predictions (positions in
         ``classes``); else the class of highest margin.
+    reuse : ClassificationQuality, default=None
+        This function's result for the same ``y``, ``proba``, class, scale and bins at another
+        threshold: what does not depend on the threshold (the curves, their areas, the log
+        loss, the per-class areas) is taken from it, not computed again (a threshold slider
+        on a million rows). Ignored where it does not match.
     """
     classes = list(classes)
     k = len(classes)
@@ -402,7 +408,11 @@ def classification_quality(y, proba, classes, *, threshold: float | None = None,
                            positive if binary else None)
     curve_classes = [positive] if binary else list(range(k))
     rocs, prs, cals, gs = [], [], [], []
-    for c in curve_classes:
+    reuse = reuse if (binary and reuse is not None and reuse.positive == positive and reuse.scale == scale
+                      and reuse.params.get("n_bins") == n_bins and np.array_equal(reuse.rows, rows)) else None
+    if reuse is not None:
+        rocs, prs, cals, gs = list(reuse.roc), list(reuse.pr), list(reuse.calibration), list(reuse.gains)
+    for c in (curve_classes if reuse is None else []):
         hit = (y_true == c).astype(int)
         rocs.append(roc(hit, p[:, c], label=classes[c]))
         prs.append(precision_recall(hit, p[:, c], label=classes[c]))
@@ -429,14 +439,16 @@ def classification_quality(y, proba, classes, *, threshold: float | None = None,
                             float(skm.roc_auc_score(y_true, p, multi_class="ovr", labels=np.arange(k))))
                            if len(np.unique(y_true)) == k else float("nan"),
         }
-    metrics["log_loss"] = float("nan") if margin else float(skm.log_loss(y_true, p, labels=np.arange(k)))
+    metrics["log_loss"] = (reuse.metrics["log_loss"] if reuse is not None else float("nan") if margin
+                           else float(skm.log_loss(y_true, p, labels=np.arange(k))))
     metrics["rows"] = int(len(rows))
     return ClassificationQuality(
         task="binary" if binary else "multiclass", classes=classes, positive=positive, threshold=threshold,
         rows=rows, y_true=y_true, proba=p, y_pred=y_pred, confusion=conf, roc=rocs, pr=prs, calibration=cals,
         gains=gs, metrics=metrics,
-        per_class=class_table(y_true, y_pred, p, classes,
-                              known={c: (r.auc, pr.average_precision) for c, r, pr in zip(curve_classes, rocs, prs)}),
+        per_class=class_table(y_true, y_pred, p, classes, known=(
+            {c: (r.auc, pr.average_precision) for c, r, pr in zip(curve_classes, rocs, prs)} if reuse is None else
+            {c: (a, b) for c, (a, b) in enumerate(zip(reuse.per_class.roc_auc, reuse.per_class.average_precision))})),
         n_left_out=n_blank, n_unknown=n_unknown, params={"threshold": threshold, "class_index": class_index,
                                                           "n_bins": n_bins}, scale=scale)
 

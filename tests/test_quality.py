@@ -359,3 +359,28 @@ def test_margin_threshold_moves_the_decision():
         np.testing.assert_array_equal(q.confusion.matrix, skm.confusion_matrix(y, expected, labels=["no", "yes"]))
     with pytest.raises(ExplainerError, match="threshold"):
         quality(model, X, y, threshold=float("nan"))
+
+
+def test_another_threshold_reuses_the_curves_and_equals_a_fresh_computation():
+    """A threshold slider on a large table (issue #31): the result at another threshold takes the
+    curves, areas and log loss from the one it is given, and equals a fresh computation exactly."""
+    from explainers.quality import classification_quality
+
+    rng = np.random.default_rng(5)
+    y = np.where(rng.uniform(size=3000) < 0.3, "yes", "no").astype(object)
+    y[rng.choice(3000, 40, replace=False)] = None  # empty targets are left out alike
+    p = np.clip(rng.beta(2, 5, 3000) + 0.3 * (y == "yes"), 0, 1)
+    proba = np.column_stack([1 - p, p])
+    base = classification_quality(y, proba, ["no", "yes"], threshold=0.5, class_index=1)
+    for t in (0.1, 0.37, 0.9):
+        fresh = classification_quality(y, proba, ["no", "yes"], threshold=t, class_index=1)
+        again = classification_quality(y, proba, ["no", "yes"], threshold=t, class_index=1, reuse=base)
+        assert again.roc[0] is base.roc[0] and again.pr[0] is base.pr[0]  # taken, not computed
+        assert again.metrics == pytest.approx(fresh.metrics, nan_ok=True, rel=0, abs=0)
+        np.testing.assert_array_equal(again.confusion.matrix, fresh.confusion.matrix)
+        pd.testing.assert_frame_equal(again.per_class, fresh.per_class)
+        np.testing.assert_array_equal(again.y_pred, fresh.y_pred)
+    other = classification_quality(y, proba, ["no", "yes"], threshold=0.4, class_index=0, reuse=base)
+    assert other.roc[0] is not base.roc[0]  # another class: nothing reused
+    fresh = classification_quality(y, proba, ["no", "yes"], threshold=0.4, class_index=0)
+    assert other.metrics == pytest.approx(fresh.metrics, nan_ok=True, rel=0, abs=0)

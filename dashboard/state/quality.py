@@ -128,8 +128,9 @@ def _labels(ctx: ModelContext) -> np.ndarray | None:
                                          lambda: margin_labels(ctx.adapter, ctx.X))
 
 
-def _scored(ctx: ModelContext, rows, t: float | None, positive: int):
-    """classification_quality of some rows (None: all), on the probabilities or the margins."""
+def _scored(ctx: ModelContext, rows, t: float | None, positive: int, reuse=None):
+    """classification_quality of some rows (None: all), on the probabilities or the margins;
+    ``reuse``: its result at another threshold (the curves do not depend on it)."""
     pred, labels = _predictions(ctx), _labels(ctx)
     y = ctx.y
     if rows is not None:
@@ -137,7 +138,7 @@ def _scored(ctx: ModelContext, rows, t: float | None, positive: int):
     margin = on_margin(ctx)
     return classification_quality(y, pred, list(ctx.adapter.classes), threshold=None if margin else t,
                                   class_index=positive, n_bins=N_BINS, scale="margin" if margin else "proba",
-                                  labels=labels)
+                                  labels=labels, reuse=reuse)
 
 
 def model_quality(ctx: ModelContext, threshold: float | None = None, positive: int | None = None):
@@ -151,7 +152,14 @@ def model_quality(ctx: ModelContext, threshold: float | None = None, positive: i
     positive = class_index(ctx) if positive is None else positive
     t = DEFAULT_THRESHOLD if threshold is None else round(float(threshold), 2)
     key = ("quality", ctx.model_key, ctx.data_key, t if ctx.task == "binary" else None, positive, N_BINS)
-    return result_cache().get_or_compute(key, lambda: _scored(ctx, None, t, positive))
+
+    def compute():
+        # another threshold of a binary model: the default one's curves and areas, not computed again
+        base = (model_quality(ctx, DEFAULT_THRESHOLD, positive)
+                if ctx.task == "binary" and t != DEFAULT_THRESHOLD and not on_margin(ctx) else None)
+        return _scored(ctx, None, t, positive, reuse=base)
+
+    return result_cache().get_or_compute(key, compute)
 
 
 def segment_quality(ctx: ModelContext, active, threshold: float | None = None, positive: int | None = None):
