@@ -407,18 +407,10 @@ def classification_quality(y, proba, classes, *, threshold: float | None = None,
     conf = ConfusionResult(classes, skm.confusion_matrix(y_true, y_pred, labels=np.arange(k)), threshold,
                            positive if binary else None)
     curve_classes = [positive] if binary else list(range(k))
-    rocs, prs, cals, gs = [], [], [], []
     reuse = reuse if (binary and reuse is not None and reuse.positive == positive and reuse.scale == scale
                       and reuse.params.get("n_bins") == n_bins and np.array_equal(reuse.rows, rows)) else None
-    if reuse is not None:
-        rocs, prs, cals, gs = list(reuse.roc), list(reuse.pr), list(reuse.calibration), list(reuse.gains)
-    for c in (curve_classes if reuse is None else []):
-        hit = (y_true == c).astype(int)
-        rocs.append(roc(hit, p[:, c], label=classes[c]))
-        prs.append(precision_recall(hit, p[:, c], label=classes[c]))
-        if not margin:  # a margin is no probability: there is nothing to calibrate
-            cals.append(calibration(hit, p[:, c], n_bins=n_bins, label=classes[c]))
-        gs.append(gains(hit, p[:, c], label=classes[c]))
+    rocs, prs, cals, gs = ((list(reuse.roc), list(reuse.pr), list(reuse.calibration), list(reuse.gains))
+                           if reuse is not None else _class_curves(y_true, p, classes, curve_classes, margin, n_bins))
     if binary:
         hit = (y_true == positive).astype(int)
         # the metrics of the predictions made above (a margin's rule is strict, a probability's is not):
@@ -451,6 +443,20 @@ def classification_quality(y, proba, classes, *, threshold: float | None = None,
             {c: (a, b) for c, (a, b) in enumerate(zip(reuse.per_class.roc_auc, reuse.per_class.average_precision))})),
         n_left_out=n_blank, n_unknown=n_unknown, params={"threshold": threshold, "class_index": class_index,
                                                           "n_bins": n_bins}, scale=scale)
+
+
+def _class_curves(y_true, p, classes, curve_classes, margin: bool, n_bins: int) -> tuple[list, list, list, list]:
+    """ROC, precision-recall, calibration (probabilities only) and gains curves of each class in
+    ``curve_classes``, one against the rest."""
+    rocs, prs, cals, gs = [], [], [], []
+    for c in curve_classes:
+        hit = (y_true == c).astype(int)
+        rocs.append(roc(hit, p[:, c], label=classes[c]))
+        prs.append(precision_recall(hit, p[:, c], label=classes[c]))
+        if not margin:  # a margin is no probability: there is nothing to calibrate
+            cals.append(calibration(hit, p[:, c], n_bins=n_bins, label=classes[c]))
+        gs.append(gains(hit, p[:, c], label=classes[c]))
+    return rocs, prs, cals, gs
 
 
 def _scores(proba, k: int, margin: bool) -> np.ndarray:
