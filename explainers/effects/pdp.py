@@ -269,15 +269,13 @@ def ice_block_rows(n: int, values_per_row: int, bounds=None) -> int:
     >>> ice_block_rows(1000, 150), ice_block_rows(10_000, 150), ice_block_rows(10_000, 7500)
     (1000, 2000, 264)
     """
-    import numba
+    from ..trees.walks import balanced_block_rows
 
     lo, hi, values = _TREE_BLOCK_ROWS if bounds is None else bounds
     cap = max(lo, min(hi, values // max(1, values_per_row)))
     if n <= cap:  # one block: the threads share its trees instead (tree_parts)
         return int(max(lo, n))
-    threads = numba.get_num_threads()
-    n_blocks = threads * -(-n // (threads * cap))
-    return int(max(lo, min(cap, -(-n // max(1, n_blocks)))))
+    return balanced_block_rows(n, lo, cap)
 
 
 def tree_parts(n: int, block: int, n_trees: int) -> int:

@@ -351,11 +351,17 @@ PREDICT_BLOCK_ROWS = 2048
 def predict_block_rows(n: int) -> int:
     """Rows per block of :func:`tree_sums_kernel` for ``n`` rows: as many as PREDICT_BLOCK_ROWS,
     in the same number of blocks on every thread (at least 64 rows)."""
+    return balanced_block_rows(n, 64, PREDICT_BLOCK_ROWS)
+
+
+def balanced_block_rows(n: int, lo: int, cap: int) -> int:
+    """Rows per block for ``n`` rows: the same number of blocks on every thread, each as big
+    as ``cap`` allows, at least ``lo`` rows."""
     import numba
 
     threads = numba.get_num_threads()
-    n_blocks = threads * -(-max(1, n) // (threads * PREDICT_BLOCK_ROWS))
-    return int(max(64, -(-max(1, n) // n_blocks)))
+    n_blocks = threads * -(-max(1, n) // (threads * cap))
+    return int(max(lo, min(cap, -(-max(1, n) // n_blocks))))
 
 
 @njit(parallel=True, cache=True, nogil=True)
