@@ -404,7 +404,9 @@ def classification_quality(y, proba, classes, *, threshold: float | None = None,
         positive = 0 if class_index is None else int(class_index)
         threshold = None
         y_pred = np.asarray(labels)[rows] if margin and labels is not None else np.argmax(p, axis=1)
-    conf = ConfusionResult(classes, skm.confusion_matrix(y_true, y_pred, labels=np.arange(k)), threshold,
+    counts = _counts(y_true, y_pred, k)
+    conf = ConfusionResult(classes, counts if counts is not None else
+                           skm.confusion_matrix(y_true, y_pred, labels=np.arange(k)), threshold,
                            positive if binary else None)
     curve_classes = [positive] if binary else list(range(k))
     reuse = reuse if (binary and reuse is not None and reuse.positive == positive and reuse.scale == scale
@@ -451,11 +453,12 @@ def _class_curves(y_true, p, classes, curve_classes, margin: bool, n_bins: int) 
     rocs, prs, cals, gs = [], [], [], []
     for c in curve_classes:
         hit = (y_true == c).astype(int)
-        rocs.append(roc(hit, p[:, c], label=classes[c]))
-        prs.append(precision_recall(hit, p[:, c], label=classes[c]))
+        ranking = _ranking(hit, p[:, c], None)  # one sort for the ROC, precision-recall and gains curves
+        rocs.append(roc(hit, p[:, c], label=classes[c], ranking=ranking))
+        prs.append(precision_recall(hit, p[:, c], label=classes[c], ranking=ranking))
         if not margin:  # a margin is no probability: there is nothing to calibrate
             cals.append(calibration(hit, p[:, c], n_bins=n_bins, label=classes[c]))
-        gs.append(gains(hit, p[:, c], label=classes[c]))
+        gs.append(gains(hit, p[:, c], label=classes[c], ranking=ranking))
     return rocs, prs, cals, gs
 
 
@@ -484,26 +487,78 @@ def _binary(hit, score):
     return hit, score
 
 
-def roc(y_true, score, *, label=1) -> RocCurve:
+@dataclass(frozen=True)
+class _Ranking:
+    """Rows ranked by one score, highest first (ties in data order): one sort shared by the ROC,
+    precision-recall and gains curves. ``cum[i]``: positive rows among the first ``i``;
+    ``tps``/``fps``/``thresholds``: the counts at each distinct score, as scikit-learn's
+    ``confusion_matrix_at_thresholds`` gives them (the counts at the end of a run of tied
+    scores do not depend on the order inside the run)."""
+
+    order: np.ndarray
+    cum: np.ndarray
+    tps: np.ndarray
+    fps: np.ndarray
+    thresholds: np.ndarray
+
+    @classmethod
+    def of(cls, hit: np.ndarray, score: np.ndarray) -> "_Ranking":
+        order = np.argsort(-score, kind="stable")
+        ranked = score[order]
+        cum = np.concatenate([[0], np.cumsum(hit[order])])
+        ends = np.r_[np.flatnonzero(np.diff(ranked)), len(ranked) - 1] if len(ranked) else np.zeros(0, int)
+        tps = cum[ends + 1].astype(np.float64)
+        return cls(order, cum, tps, 1 + ends.astype(np.float64) - tps, ranked[ends])
+
+
+def _ranking(hit, score, ranking: _Ranking | None) -> _Ranking:
+    if ranking is None and not np.isfinite(score).all():
+        raise InvalidDataError(f"The scores hold {int((~np.isfinite(score)).sum())} empty or infinite value(s): "
+                               "a curve ranks rows by a finite score.")
+    return ranking if ranking is not None else _Ranking.of(hit, score)
+
+
+def roc(y_true, score, *, label=1, ranking: _Ranking | None = None) -> RocCurve:
     """ROC curve of 0/1 ``y_true`` against ``score`` (scikit-learn's ``roc_curve``), with its
-    area (NaN when only one class is present)."""
+    area (NaN when only one class is present). ``ranking``: the rows already ranked by ``score``."""
     hit, score = _binary(y_true, score)
-    if len(np.unique(hit)) < 2:
-        nan = np.array([np.nan])
-        return RocCurve(label, nan, nan, nan, float("nan"))
-    fpr, tpr, thr = skm.roc_curve(hit, score)
+    positives = int(hit.sum())
+    if positives == 0 or positives == len(hit) or not ((hit == 0) | (hit == 1)).all():
+        if positives == 0 or positives == len(hit):
+            nan = np.array([np.nan])
+            return RocCurve(label, nan, nan, nan, float("nan"))
+        fpr, tpr, thr = skm.roc_curve(hit, score)  # not 0/1: scikit-learn says what is wrong
+        return RocCurve(label, fpr, tpr, thr, float(skm.auc(fpr, tpr)))
+    r = _ranking(hit, score, ranking)
+    # roc_curve(drop_intermediate=True): the points between collinear ones are left out
+    tps, fps, thr = r.tps, r.fps, r.thresholds
+    if len(fps) > 2:
+        corners = np.flatnonzero(np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True])
+        tps, fps, thr = tps[corners], fps[corners], thr[corners]
+    tps, fps = np.r_[0.0, tps], np.r_[0.0, fps]
+    thr = np.r_[np.inf, thr.astype(np.float64)]
+    fpr, tpr = fps / fps[-1], tps / tps[-1]
     return RocCurve(label, fpr, tpr, thr, float(skm.auc(fpr, tpr)))
 
 
-def precision_recall(y_true, score, *, label=1) -> PrCurve:
-    """Precision-recall curve (scikit-learn's ``precision_recall_curve``) and average precision."""
+def precision_recall(y_true, score, *, label=1, ranking: _Ranking | None = None) -> PrCurve:
+    """Precision-recall curve (scikit-learn's ``precision_recall_curve``) and average precision
+    (its ``average_precision_score``). ``ranking``: the rows already ranked by ``score``."""
     hit, score = _binary(y_true, score)
     prevalence = float(hit.mean()) if len(hit) else float("nan")
     if hit.sum() == 0:
         nan = np.array([np.nan])
         return PrCurve(label, nan, nan, nan, float("nan"), prevalence)
-    prec, rec, thr = skm.precision_recall_curve(hit, score)
-    return PrCurve(label, prec, rec, thr, float(skm.average_precision_score(hit, score)), prevalence)
+    if not ((hit == 0) | (hit == 1)).all():  # not 0/1: scikit-learn says what is wrong
+        prec, rec, thr = skm.precision_recall_curve(hit, score)
+        return PrCurve(label, prec, rec, thr, float(skm.average_precision_score(hit, score)), prevalence)
+    r = _ranking(hit, score, ranking)
+    ps = r.tps + r.fps  # never 0: each distinct score holds a row
+    precision = np.r_[(r.tps / ps)[::-1], 1.0]
+    recall = np.r_[(r.tps / r.tps[-1])[::-1], 0.0]
+    # the step function's integral; -0.0 from rounding is clipped, as scikit-learn does
+    ap = float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
+    return PrCurve(label, precision, recall, r.thresholds[::-1], ap, prevalence)
 
 
 def calibration(y_true, score, *, n_bins: int = 10, label=1) -> CalibrationCurve:
@@ -524,16 +579,15 @@ def calibration(y_true, score, *, n_bins: int = 10, label=1) -> CalibrationCurve
                             float(skm.brier_score_loss(hit, score, pos_label=1)) if len(hit) else float("nan"))
 
 
-def gains(y_true, score, *, label=1, max_points: int = 200) -> GainsCurve:
+def gains(y_true, score, *, label=1, max_points: int = 200, ranking: _Ranking | None = None) -> GainsCurve:
     """Cumulative gains and lift: rows by ``score`` highest first (ties in data order).
 
     At most ``max_points + 1`` points (every row for small data; evenly spaced row counts
-    beyond), always from 0 to all rows.
+    beyond), always from 0 to all rows. ``ranking``: the rows already ranked by ``score``.
     """
     hit, score = _binary(y_true, score)
     n = len(hit)
-    order = np.argsort(-score, kind="stable")
-    cum = np.concatenate([[0], np.cumsum(hit[order])])
+    cum = (ranking if ranking is not None else _Ranking.of(hit, score)).cum
     total = cum[-1]
     taken = np.unique(np.round(np.linspace(0, n, min(n, max_points) + 1)).astype(int))
     fraction = taken / n if n else taken.astype(float)
@@ -543,22 +597,43 @@ def gains(y_true, score, *, label=1, max_points: int = 200) -> GainsCurve:
     return GainsCurve(label, taken, fraction, g, lift, float(total / n) if n else float("nan"))
 
 
+def _counts(y_true, y_pred, k: int) -> np.ndarray | None:
+    """The k x k confusion matrix of class indices (scikit-learn's ``confusion_matrix`` with
+    labels 0..k-1) by one count; None where an index lies outside 0..k-1."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if len(y_true) and (min(y_true.min(), y_pred.min()) < 0 or max(y_true.max(), y_pred.max()) >= k
+                        or y_true.dtype.kind not in "iub" or y_pred.dtype.kind not in "iub"):
+        return None
+    return np.bincount(y_true.astype(np.int64) * k + y_pred, minlength=k * k).reshape(k, k)
+
+
+def _ratio(num, den) -> np.ndarray:
+    """num / den, 0 where den is 0 (scikit-learn's zero_division=0)."""
+    num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
+    return np.divide(num, den, out=np.zeros_like(num), where=den != 0)
+
+
 def threshold_metrics(y_true, score, threshold: float) -> dict:
     """Metrics of the 0/1 predictions ``score >= threshold`` against 0/1 ``y_true``:
     tp, fp, tn, fn, accuracy, precision, recall, specificity, f1, balanced_accuracy,
-    npv (negative predictive value) and the share predicted positive."""
+    npv (negative predictive value) and the share predicted positive (scikit-learn's
+    definitions, from the four counts)."""
     hit, score = _binary(y_true, score)
     pred = (score >= threshold).astype(int)
-    tn, fp, fn, tp = (int(v) for v in skm.confusion_matrix(hit, pred, labels=[0, 1]).ravel())
+    both = _counts(hit, pred, 2) if ((hit == 0) | (hit == 1)).all() else None
+    if both is None:  # not 0/1: scikit-learn's confusion matrix counts the 0/1 rows only
+        both = skm.confusion_matrix(hit, pred, labels=[0, 1])
+    tn, fp, fn, tp = (int(v) for v in both.ravel())
+    n = tn + fp + fn + tp
     return {
         "threshold": float(threshold),
         "tp": tp, "fp": fp, "tn": tn, "fn": fn,
-        "accuracy": float(skm.accuracy_score(hit, pred)),
-        "precision": float(skm.precision_score(hit, pred, zero_division=0)),
-        "recall": float(skm.recall_score(hit, pred, zero_division=0)),
+        "accuracy": float((tp + tn) / n) if n else float("nan"),
+        "precision": float(_ratio(tp, tp + fp)),
+        "recall": float(_ratio(tp, tp + fn)),
         "specificity": float(tn / (tn + fp)) if tn + fp else float("nan"),
-        "f1": float(skm.f1_score(hit, pred, zero_division=0)),
-        "balanced_accuracy": float(skm.balanced_accuracy_score(hit, pred)) if tp + fn and tn + fp else float("nan"),
+        "f1": float(_ratio(2 * tp, (tp + fn) + (tp + fp))),
+        "balanced_accuracy": float((tp / (tp + fn) + tn / (tn + fp)) / 2) if tp + fn and tn + fp else float("nan"),
         "npv": float(tn / (tn + fn)) if tn + fn else float("nan"),
         "predicted_positive": float(pred.mean()) if len(pred) else float("nan"),
     }
@@ -569,17 +644,24 @@ def class_table(y_true, y_pred, proba, classes, known: dict | None = None) -> pd
     average precision (NaN for a class with no rows). ``known``: class -> (ROC AUC, average
     precision) already computed by the same functions (the curves'), not computed again."""
     k = len(classes)
-    prec, rec, f1, sup = skm.precision_recall_fscore_support(y_true, y_pred, labels=np.arange(k), zero_division=0)
+    counts = _counts(y_true, y_pred, k)
+    if counts is None:
+        prec, rec, f1, sup = skm.precision_recall_fscore_support(y_true, y_pred, labels=np.arange(k),
+                                                                 zero_division=0)
+    else:  # precision_recall_fscore_support(zero_division=0) from the confusion matrix
+        tp, predicted, sup = np.diag(counts), counts.sum(axis=0), counts.sum(axis=1)
+        prec, rec, f1 = _ratio(tp, predicted), _ratio(tp, sup), _ratio(2 * tp, sup + predicted)
     aucs, aps = [], []
     for c in range(k):
         if known and c in known:
             aucs.append(float(known[c][0]))
             aps.append(float(known[c][1]))
             continue
+        # roc_auc_score and average_precision_score (NaN where a class has no rows, or every row)
         hit = (np.asarray(y_true) == c).astype(int)
-        both = 0 < hit.sum() < len(hit)
-        aucs.append(float(skm.roc_auc_score(hit, proba[:, c])) if both else float("nan"))
-        aps.append(float(skm.average_precision_score(hit, proba[:, c])) if hit.sum() else float("nan"))
+        ranking = _ranking(hit, np.asarray(proba[:, c], dtype=float), None) if len(hit) else None
+        aucs.append(roc(hit, proba[:, c], ranking=ranking).auc)
+        aps.append(precision_recall(hit, proba[:, c], ranking=ranking).average_precision)
     return pd.DataFrame({
         "class": [str(c) for c in classes], "precision": prec, "recall": rec, "f1": f1,
         "support": sup.astype(int), "predicted": np.bincount(np.asarray(y_pred, int), minlength=k),

@@ -384,3 +384,57 @@ def test_another_threshold_reuses_the_curves_and_equals_a_fresh_computation():
     assert other.roc[0] is not base.roc[0]  # another class: nothing reused
     fresh = classification_quality(y, proba, ["no", "yes"], threshold=0.4, class_index=0)
     assert other.metrics == pytest.approx(fresh.metrics, nan_ok=True, rel=0, abs=0)
+
+
+@pytest.mark.parametrize("ties", [None, 2, 50])
+def test_one_sort_gives_scikit_learns_curves_areas_and_counts_exactly(ties):
+    """The ROC and precision-recall curves, their areas, the threshold metrics and the per-class
+    table come from one sort per class and counts (no scikit-learn call per curve); every value
+    equals scikit-learn's, with scores tied in runs of every length (rounded to ``ties`` levels)."""
+    from explainers.quality import class_table, precision_recall, roc
+
+    rng = np.random.default_rng(7 if ties is None else ties)
+    n = 3000
+    score = rng.random(n)
+    if ties is not None:
+        score = np.round(score * ties) / ties
+    hit = (rng.random(n) < score).astype(int)
+    r = roc(hit, score)
+    fpr, tpr, thr = skm.roc_curve(hit, score)
+    for got, want in ((r.fpr, fpr), (r.tpr, tpr), (r.thresholds, thr)):
+        np.testing.assert_array_equal(got, want)
+    assert r.auc == skm.roc_auc_score(hit, score)
+    pr = precision_recall(hit, score)
+    prec, rec, thr = skm.precision_recall_curve(hit, score)
+    for got, want in ((pr.precision, prec), (pr.recall, rec), (pr.thresholds, thr)):
+        np.testing.assert_array_equal(got, want)
+    assert pr.average_precision == skm.average_precision_score(hit, score)
+
+    m = threshold_metrics(hit, score, 0.5)
+    pred = (score >= 0.5).astype(int)
+    assert m["accuracy"] == skm.accuracy_score(hit, pred)
+    assert m["precision"] == skm.precision_score(hit, pred) and m["recall"] == skm.recall_score(hit, pred)
+    assert m["f1"] == skm.f1_score(hit, pred)
+    assert m["balanced_accuracy"] == skm.balanced_accuracy_score(hit, pred)
+
+    # three classes, one of them never predicted, and a fourth with no rows
+    y_true = np.minimum(2, (score * 3).astype(int))
+    y_pred = np.where(rng.random(n) < 0.7, y_true, rng.integers(0, 2, n))
+    proba = rng.dirichlet(np.ones(4), n)
+    if ties is not None:
+        proba = np.round(proba * ties) / ties
+    t = class_table(y_true, y_pred, proba, ["a", "b", "c", "d"])
+    want = skm.precision_recall_fscore_support(y_true, y_pred, labels=np.arange(4), zero_division=0)
+    for col, w in zip(["precision", "recall", "f1", "support"], want):
+        np.testing.assert_array_equal(t[col].to_numpy(), w)
+    for c in range(3):
+        assert t.roc_auc[c] == skm.roc_auc_score(y_true == c, proba[:, c])
+        assert t.average_precision[c] == skm.average_precision_score(y_true == c, proba[:, c])
+    assert np.isnan(t.roc_auc[3]) and np.isnan(t.average_precision[3])
+
+
+def test_a_score_that_is_not_finite_is_refused_with_a_message():
+    from explainers.quality import roc
+
+    with pytest.raises(Exception, match="empty or infinite"):
+        roc([0, 1, 1], [0.2, np.nan, 0.7])
