@@ -607,6 +607,41 @@ def _counts(y_true, y_pred, k: int) -> np.ndarray | None:
     return np.bincount(y_true.astype(np.int64) * k + y_pred, minlength=k * k).reshape(k, k)
 
 
+def _text_codes(values) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each value, the text of each code): ``values.astype(str)`` (a Series as pandas
+    writes it, an array as numpy does) factorized, each distinct value's text formed once where
+    values that compare equal read the same (not 1 and True in one column, nor 0.0 and -0.0)."""
+    series = isinstance(values, pd.Series)
+    a = values.to_numpy() if series and not isinstance(values.dtype, pd.CategoricalDtype) else values
+
+    def text(v):
+        return pd.Series(v).astype(str).to_numpy() if series else np.asarray(v).astype(str)
+
+    kind = getattr(a, "dtype", np.dtype(object)).kind
+    by_value = (kind in "iub" or isinstance(values.dtype if series else None, pd.CategoricalDtype)
+                or (kind == "f" and not np.any(np.signbit(a) & (a == 0)))
+                or (kind == "O" and pd.api.types.infer_dtype(a, skipna=False) == "string"))
+    if not by_value:  # mixed types: the text of every row
+        return pd.factorize(text(values), use_na_sentinel=False)
+    codes, uniques = pd.factorize(values if series else np.asarray(values), use_na_sentinel=False)
+    return codes, text(uniques)
+
+
+def accuracy_as_text(y_true, y_pred) -> float:
+    """The share of rows whose two labels read the same as text: scikit-learn's
+    ``accuracy_score(y_true.astype(str), y_pred.astype(str))`` (a target read from a file as
+    1.0 and a class 1 are compared as written), with each distinct value's text formed once
+    (a million rows hold a few classes)."""
+    if len(y_true) != len(y_pred):
+        raise InvalidDataError(f"y_true and y_pred differ in length ({len(y_true)} and {len(y_pred)}).")
+    if len(y_true) == 0:
+        return float("nan")
+    codes_t, text_t = _text_codes(y_true)
+    codes_p, text_p = _text_codes(y_pred)
+    same = np.asarray(text_t, dtype=object)[:, None] == np.asarray(text_p, dtype=object)[None, :]
+    return float(np.mean(same[codes_t, codes_p]))
+
+
 def _ratio(num, den) -> np.ndarray:
     """num / den, 0 where den is 0 (scikit-learn's zero_division=0)."""
     num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)

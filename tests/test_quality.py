@@ -438,3 +438,25 @@ def test_a_score_that_is_not_finite_is_refused_with_a_message():
 
     with pytest.raises(Exception, match="empty or infinite"):
         roc([0, 1, 1], [0.2, np.nan, 0.7])
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_accuracy_as_text_equals_scikit_learn_on_the_texts(case):
+    """The Model page's score compares labels as text, each distinct value's text formed once:
+    equal to accuracy_score on the texts of every row, where equal values write differently too
+    (1 and True, 0.0 and -0.0) and a float target meets integer classes."""
+    from explainers.quality import accuracy_as_text
+
+    rng = np.random.default_rng(case)
+    y, p = [
+        (pd.Series(rng.integers(0, 2, 500).astype(float)), rng.integers(0, 2, 500)),
+        (pd.Series(np.where(rng.random(500) < .5, "yes", "no")), np.where(rng.random(500) < .5, "yes", "no")),
+        (pd.Series(np.array([1, "1", 2.0, "x", True] * 20, dtype=object)), np.array([1, 2, 2, 1, 1] * 20)),
+        (pd.Series(np.array([1, "1", 2.0, "x", True] * 20, dtype=object)),
+         np.array([1, "1", 2, True, 1] * 20, dtype=object)),
+        (pd.Series([0.1 + 0.2, 0.3, 1e20, -0.0, 0.0] * 5), np.array([0.30000000000000004, 0.3, 1e20, 0.0, 0.0] * 5)),
+        (pd.Series(pd.Categorical(["a", "b"] * 10)), np.array(["a", "a"] * 10)),
+        (pd.Series(pd.Categorical([1, 2] * 10)), np.array([1, 1] * 10)),
+        (pd.Series([True, False] * 10), np.array(["True", "False"] * 5 + ["1", "0"] * 5)),
+    ][case]
+    assert accuracy_as_text(y, p) == skm.accuracy_score(y.astype(str), p.astype(str))

@@ -461,20 +461,8 @@ def error_message(exc: BaseException) -> str:
 # -------------------------------------------------------------- summaries
 @st.cache_data(max_entries=32, show_spinner=False)
 def feature_summary(data_key: str, _X: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for col in _X.columns:
-        s = _X[col]
-        numeric = pd.api.types.is_numeric_dtype(s)
-        rows.append({
-            "feature": col,
-            "type": "numeric" if numeric else "categorical",
-            "dtype": str(s.dtype),
-            "min": float(s.min()) if numeric else None,
-            "max": float(s.max()) if numeric else None,
-            "mean": float(s.mean()) if numeric else None,
-            "distinct": int(s.nunique(dropna=True)),
-            "missing": int(s.isna().sum()),
-        })
-    return pd.DataFrame(rows)
+    from explainers.summary import feature_summary as summary
+
+    return summary(_X)
 
 

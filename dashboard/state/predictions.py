@@ -73,7 +73,9 @@ def data_score(ctx: ModelContext, y, output: int | None = None, transform: str |
 
 
 def _score(ctx: ModelContext, y, output: int | None) -> dict | None:
-    from sklearn.metrics import accuracy_score, r2_score
+    from sklearn.metrics import r2_score
+
+    from explainers.quality import accuracy_as_text
 
     keep = y.notna().to_numpy()
     if keep.sum() < 2:
@@ -88,4 +90,4 @@ def _score(ctx: ModelContext, y, output: int | None) -> dict | None:
         pred = all_predictions(ctx, adapter.output, output if multi else adapter.class_index)[keep]
         return {"name": "R²", "value": float(r2_score(y.astype(float), pred)), **rows}
     pred = all_labels(ctx)[keep]
-    return {"name": "accuracy", "value": float(accuracy_score(y.astype(str), pred.astype(str))), **rows}
+    return {"name": "accuracy", "value": accuracy_as_text(y, pred), **rows}
