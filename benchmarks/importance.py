@@ -59,7 +59,7 @@ def main(repeats: int = 5) -> None:
         repeats,
     )
     diff = float(np.max(np.abs(ours.raw - ref.importances)))
-    print(f"hold-out permutation importance, 2,000 rows, n_repeats=5:")
+    print("hold-out permutation importance, 2,000 rows, n_repeats=5:")
     print(f"  scikit-learn {t_sk:7.3f} s   ours {t_ours:7.3f} s   ratio {t_ours / t_sk:5.2f}"
           f"   (target <= 0.50; max |difference| {diff:.1e})")
 

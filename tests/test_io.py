@@ -1,6 +1,5 @@
 """Loading models safely and checking data files against them."""
 import io
-import os
 import pickle
 
 import joblib

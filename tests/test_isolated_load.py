@@ -1,6 +1,5 @@
 """explainers.io.isolated: an upload is read in a child process with a CPU and memory budget;
 what it reads, refuses or dies of comes back as the same model or a clear refusal."""
-import os
 import pickle
 import tempfile
 

@@ -8,7 +8,6 @@ with a clear ExplainerError, never a numpy error.
 - clusterers and bare transformers refused;
 - method="recursion" refused for a HistGradientBoosting fitted with sample weights.
 """
-import io
 import itertools
 import math
 

@@ -40,7 +40,6 @@ def ice_tree_kernel(
     walked in parallel, and their sums added before the outputs are made.
     """
     n = Xw.shape[0]
-    R = value.shape[1]
     depth = max_depth + 2
     n_blocks = (n + block - 1) // block
     Ds = _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,

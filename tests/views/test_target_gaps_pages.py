@@ -1,5 +1,4 @@
 """Pages with an uploaded model whose data has empty target cells, or a feature chosen as the target."""
-import json
 import re
 
 import numpy as np
