@@ -23,7 +23,8 @@ cached on disk by an earlier run is reused), and measures
   "table"), or to a cost warning with a "Compute anyway" button, which is not pressed
   ("warning"), or to an error on the page ("error"); "idle" is when the script run
   ended. The Model page's cold visit is the session's first page, timed from the browser's
-  first request (the server already listening). Every wait is bounded by ``--timeout`` (a
+  first request (the server already listening; ``--first-visit-after S`` waits S seconds
+  first, as a visitor who comes once the server has read its model and data). Every wait is bounded by ``--timeout`` (a
   page past it reads "timeout", and the next page starts from a fresh load);
 - the peak resident memory of the server and its child processes, sampled every 0.2 s
   (psutil), after the first page and over the whole run, with the main process's own
@@ -408,13 +409,13 @@ def visit(page, link: str, title: str | None, timeout: float) -> dict:
 
 # ------------------------------------------------------------------ one run
 def run_one(label: str, serve_args: list[str], pages: list[str], model_title: str | None,
-            timeout: float, folder: Path) -> dict:
+            timeout: float, folder: Path, settle: float = 0.0) -> dict:
     from playwright.sync_api import sync_playwright
 
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log_path = folder / f"server_{label}.log"
-    out = {"label": label, "pages": {}, "log": log_path}
+    out = {"label": label, "pages": {}, "log": log_path, "settle": settle}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
                                     args=CHROMIUM_ARGS)
@@ -429,6 +430,8 @@ def run_one(label: str, serve_args: list[str], pages: list[str], model_title: st
             if t_listen is None:
                 out["failed"] = f"server did not answer (exit status {proc.poll()})"
                 return out
+            if settle:  # the first visitor comes this long after the server listens
+                time.sleep(settle)
             t_goto = time.monotonic()
             page.goto(url, timeout=timeout * 1000)
             first = watch_page(page, model_title, t_goto, timeout, want_table=True)
@@ -480,7 +483,8 @@ def print_run(out: dict) -> None:
     if out.get("failed"):
         print(f"  FAILED: {out['failed']}")
     print(f"  start to listen:      {_s(out.get('listen'))}")
-    print(f"  start to first page:  {_s(out.get('first_page'))}  ({out.get('first_seen', '-')})")
+    print(f"  start to first page:  {_s(out.get('first_page'))}  ({out.get('first_seen', '-')})"
+          + (f", the first visit {out['settle']:.0f} s after the server listened" if out.get("settle") else ""))
     print(f"  {'page':<17}{'cold first':>11}{'cold idle':>11}  {'seen':<10}{'warm first':>11}{'warm idle':>11}  seen")
     for link, r in out["pages"].items():
         c, w = r.get("cold", {}), r.get("warm", {})
@@ -523,6 +527,10 @@ def main(argv=None) -> int:
     which.add_argument("--demo-only", action="store_true", help="only the demo model's run")
     which.add_argument("--skip-demo", action="store_true", help="no demo run for comparison")
     ap.add_argument("--keep", metavar="DIR", help="build the inputs and logs in DIR and keep them")
+    ap.add_argument("--first-visit-after", type=float, default=0.0, metavar="S",
+                    help="seconds between the server listening and the first visit (0: at once, as the "
+                         "start-to-first-page figure is measured; 10: a visitor who comes once the server "
+                         "has read its model and data)")
     args = ap.parse_args(argv)
     pages = [PAGE_ALIASES.get(p.strip(), p.strip()) for p in args.pages.split(",") if p.strip()]
     unknown = [p for p in pages if p not in PAGES]
@@ -542,9 +550,10 @@ def main(argv=None) -> int:
                   f"{info['positives']:.0%} positive)", flush=True)
             runs.append(run_one(f"{args.rows:,} rows", ["--model", str(model_path), "--data", str(data_path),
                                                         "--target", "target"],
-                                pages, model_path.stem, args.timeout, folder))
+                                pages, model_path.stem, args.timeout, folder, args.first_visit_after))
         if not args.skip_demo:
-            runs.append(run_one("demo model", [], pages, demo_title(), args.timeout, folder))
+            runs.append(run_one("demo model", [], pages, demo_title(), args.timeout, folder,
+                                args.first_visit_after))
         for out in runs:
             print_run(out)
     finally:

@@ -31,6 +31,10 @@ def command(argv: list[str]) -> list[str]:
     return ["run", str(APP), *[f for f in START_FLAGS if f.split("=", 1)[0] not in given], *argv]
 
 
+#: the preload thread's name (dashboard.state.preload keeps Streamlit's warnings of it out of the log)
+PRELOAD_THREAD = "glassbox-preload"
+
+
 def _flag(argv: list[str], name: str, default: str) -> str:
     """The value of Streamlit's option ``--name`` (``--name=v`` or ``--name v``), the last one given."""
     own = argv[: argv.index("--")] if "--" in argv else argv
@@ -50,10 +54,11 @@ def _listen_address(argv: list[str]) -> tuple[str, int]:
     return ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host), int(_flag(argv, "server.port", "8501"))
 
 
-def preload_after_listening(address: tuple[str, int], modules=PRELOAD, wait: float = 120.0) -> threading.Thread:
+def preload_after_listening(address: tuple[str, int], modules=PRELOAD, wait: float = 120.0,
+                            then=None) -> threading.Thread:
     """Import ``modules`` in a background thread once the server's ``(host, port)`` accepts a
-    connection (not before: the server's own start would share the interpreter with them).
-    A module that fails to import is left to the page, which says why."""
+    connection (not before: the server's own start would share the interpreter with them),
+    then call ``then()``. A module that fails to import is left to the page, which says why."""
     def run():
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
@@ -69,10 +74,18 @@ def preload_after_listening(address: tuple[str, int], modules=PRELOAD, wait: flo
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001 - the page imports it again and reports the failure
                 pass
+        if then is not None:
+            then()
 
-    thread = threading.Thread(target=run, name="glassbox-preload", daemon=True)
+    thread = threading.Thread(target=run, name=PRELOAD_THREAD, daemon=True)
     thread.start()
     return thread
+
+
+def _preload_default_model() -> None:
+    from dashboard.state.preload import default_model
+
+    default_model()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -80,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
 
     args = command(list(sys.argv[1:] if argv is None else argv))
     try:
-        preload_after_listening(_listen_address(args))
+        preload_after_listening(_listen_address(args), then=_preload_default_model)
     except ValueError:  # a port Streamlit will refuse with its own message
         pass
     sys.argv = ["streamlit", *args]

@@ -704,6 +704,60 @@ def class_table(y_true, y_pred, proba, classes, known: dict | None = None) -> pd
     })
 
 
+# --------------------------------------------------------- prediction spread
+@dataclass(frozen=True)
+class Distribution:
+    """Rows counted in bins of equal width, one series per name: ``counts[i, b]`` rows of
+    series ``names[i]`` in ``[edges[b], edges[b + 1])`` (the last bin closed, as numpy's
+    ``histogram``); ``left_out``: rows in no series (an empty or unknown target, a value that
+    is not finite)."""
+
+    edges: np.ndarray
+    names: list[str]
+    counts: np.ndarray
+    left_out: int
+    what: str = ""
+
+    def to_frame(self) -> pd.DataFrame:
+        frame = pd.DataFrame({"bin_low": self.edges[:-1], "bin_high": self.edges[1:]})
+        for name, row in zip(self.names, self.counts):
+            frame[name] = row
+        return frame
+
+
+def _bin_of(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The bin of each value among ``edges`` as numpy's histogram puts it (the last bin closed)."""
+    return np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+
+
+def probability_distribution(y, proba, classes, class_index: int, *, bins: int = 20) -> Distribution:
+    """How the predicted probability of class ``class_index`` spreads over [0, 1] (``bins``
+    equal bins), one series per actual class: the rows of each class where the target names
+    one; a model that separates the classes puts them apart."""
+    k = len(classes)
+    p = _scores(proba, k, False)[:, int(class_index)]
+    rows, y_true, _, _ = _encode(_check_target(y, len(p)), classes)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    counts = np.bincount(y_true * bins + _bin_of(p[rows], edges), minlength=k * bins).reshape(k, bins)
+    return Distribution(edges, [str(c) for c in classes], counts, int(len(p) - len(rows)),
+                        f"predicted probability of {classes[int(class_index)]}")
+
+
+def value_distribution(series: dict, *, bins: int = 30, what: str = "") -> Distribution:
+    """The finite values of each named series counted on ``bins`` common bins of equal width
+    spanning all of them (a regressor's predictions beside its target)."""
+    values = {name: np.asarray(v, dtype=float) for name, v in series.items()}
+    finite = {name: v[np.isfinite(v)] for name, v in values.items()}
+    seen = [v for v in finite.values() if len(v)]
+    lo = min(float(v.min()) for v in seen) if seen else 0.0
+    hi = max(float(v.max()) for v in seen) if seen else 1.0
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    counts = np.array([np.bincount(_bin_of(v, edges), minlength=bins) for v in finite.values()]).reshape(
+        len(finite), bins)
+    left_out = int(max(len(v) - len(finite[name]) for name, v in values.items())) if values else 0
+    return Distribution(edges, list(finite), counts, left_out, what)
+
+
 # ----------------------------------------------------------------- regressors
 def regression_quality(y, y_pred, *, quantiles=QUANTILES) -> RegressionQuality:
     """Quality of a regressor from its predictions ``y_pred`` (n,) and targets ``y`` (n,)."""

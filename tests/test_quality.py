@@ -460,3 +460,38 @@ def test_accuracy_as_text_equals_scikit_learn_on_the_texts(case):
         (pd.Series([True, False] * 10), np.array(["True", "False"] * 5 + ["1", "0"] * 5)),
     ][case]
     assert accuracy_as_text(y, p) == skm.accuracy_score(y.astype(str), p.astype(str))
+
+
+def test_probability_distribution_counts_each_actual_class_as_numpy_histogram(three_classes):
+    from explainers.quality import probability_distribution
+
+    model, X, y = three_classes
+    proba = model.predict_proba(X)
+    gappy = pd.Series(y, dtype=object)
+    gappy[[0, 5]] = np.nan  # no target: in no series
+    gappy[9] = "unknown"  # not a class of the model: in no series
+    d = probability_distribution(gappy, proba, list(model.classes_), 1, bins=20)
+    edges = np.linspace(0, 1, 21)
+    np.testing.assert_array_equal(d.edges, edges)
+    keep = ~gappy.isin([np.nan, "unknown"]).to_numpy() & gappy.notna().to_numpy()
+    for i, c in enumerate(model.classes_):
+        want, _ = np.histogram(proba[keep & (y == c), 1], bins=edges)
+        np.testing.assert_array_equal(d.counts[i], want)
+    assert d.left_out == 3 and d.counts.sum() == len(y) - 3
+    assert d.names == [str(c) for c in model.classes_] and d.what == f"predicted probability of {model.classes_[1]}"
+    assert list(d.to_frame().columns) == ["bin_low", "bin_high", *d.names]
+
+
+def test_value_distribution_shares_its_bins_and_leaves_out_what_is_not_finite():
+    from explainers.quality import value_distribution
+
+    rng = np.random.default_rng(4)
+    pred, actual = rng.normal(size=300), rng.normal(1, 2, size=300)
+    actual[:4] = [np.nan, np.inf, 1.0, 7.5]
+    d = value_distribution({"predicted": pred, "actual": actual}, bins=30)
+    finite = actual[np.isfinite(actual)]
+    lo, hi = min(pred.min(), finite.min()), max(pred.max(), finite.max())
+    np.testing.assert_allclose(d.edges, np.linspace(lo, hi, 31), rtol=0, atol=0)
+    np.testing.assert_array_equal(d.counts[0], np.histogram(pred, bins=d.edges)[0])
+    np.testing.assert_array_equal(d.counts[1], np.histogram(finite, bins=d.edges)[0])
+    assert d.left_out == 2 and d.counts[0].sum() == 300 and d.counts[1].sum() == 298

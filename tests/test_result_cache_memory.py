@@ -52,3 +52,93 @@ def test_budget_from_the_environment():
     for bad in ("lots", "0", "-3GB", "2 parsecs"):
         with pytest.raises(ValueError, match=MEMORY_ENV):
             memory_budget({MEMORY_ENV: bad})
+
+
+def test_a_key_asked_for_during_its_computation_waits_for_it_and_is_computed_once():
+    import threading
+
+    from dashboard.state.cache import ResultCache
+
+    cache = ResultCache()
+    started, release, calls, got = threading.Event(), threading.Event(), [], []
+
+    def slow():
+        calls.append(threading.get_ident())
+        started.set()
+        release.wait(10)
+        return "value"
+
+    first = threading.Thread(target=lambda: got.append(cache.get_or_compute(("k",), slow)))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: got.append(cache.get_or_compute(("k",), slow)))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive()  # waiting for the first thread's result, not computing it
+    release.set()
+    first.join(10), second.join(10)
+    assert got == ["value", "value"] and len(calls) == 1
+    assert (cache.misses, cache.shared) == (1, 1)
+
+
+def test_a_failed_or_stopped_computation_is_tried_again_by_the_waiter():
+    import threading
+
+    from dashboard.state.cache import ResultCache
+
+    cache = ResultCache()
+    started, release, calls, got = threading.Event(), threading.Event(), [], []
+
+    def stopped():
+        calls.append("stopped")
+        started.set()
+        release.wait(10)
+        raise KeyboardInterrupt  # a BaseException, as Streamlit's StopException is
+
+    def fine():
+        calls.append("fine")
+        return 7
+
+    def owner():
+        try:
+            cache.get_or_compute(("k",), stopped)
+        except KeyboardInterrupt:
+            got.append("owner stopped")
+
+    first = threading.Thread(target=owner)
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: got.append(cache.get_or_compute(("k",), fine)))
+    second.start()
+    second.join(0.3)
+    release.set()
+    first.join(10), second.join(10)
+    assert sorted(got, key=str) == [7, "owner stopped"] and calls == ["stopped", "fine"]
+    assert cache.get_or_compute(("k",), fine) == 7 and calls == ["stopped", "fine"]  # kept
+
+
+def test_waits_that_would_close_a_cycle_compute_instead_of_hanging():
+    import threading
+
+    from dashboard.state.cache import ResultCache
+
+    cache = ResultCache()
+    a_in, b_in = threading.Event(), threading.Event()
+    out = {}
+
+    def a():  # computes x, then needs y (which b computes, and b needs x)
+        a_in.set()
+        assert b_in.wait(10)
+        return ("x", cache.get_or_compute(("y",), lambda: "y by a"))
+
+    def b():
+        b_in.set()
+        assert a_in.wait(10)
+        return ("y", cache.get_or_compute(("x",), lambda: "x by b"))
+
+    ta = threading.Thread(target=lambda: out.setdefault("a", cache.get_or_compute(("x",), a)))
+    tb = threading.Thread(target=lambda: out.setdefault("b", cache.get_or_compute(("y",), b)))
+    ta.start(), tb.start()
+    ta.join(10), tb.join(10)
+    assert not ta.is_alive() and not tb.is_alive()
+    assert set(out) == {"a", "b"}

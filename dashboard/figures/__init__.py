@@ -26,6 +26,7 @@ from .pdp import ale2d_figure, ale_figure, pd_range, pdp2d_figure, pdp_figure, p
 from .quality import (
     calibration_figure,
     confusion_figure,
+    distribution_figure,
     gains_figure,
     pr_figure,
     predicted_actual_figure,

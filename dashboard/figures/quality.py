@@ -338,6 +338,25 @@ def residual_histogram_figure(q, *, quantiles=(0.05, 0.25, 0.5, 0.75, 0.95)) -> 
     return fig
 
 
+def distribution_figure(d, *, by_class: bool) -> go.Figure:
+    """Rows per bin of an :class:`explainers.quality.Distribution`, one translucent bar series
+    per name (``by_class``: the actual classes, by a class's predicted probability; else the
+    predicted and actual values), the legend below the plot."""
+    title = (f"{plot(d.what[:1].upper() + d.what[1:])}, by actual class" if by_class
+             else "Predictions and the target, side by side")
+    centres, width = (d.edges[:-1] + d.edges[1:]) / 2, float(d.edges[1] - d.edges[0])
+    fig = go.Figure()
+    for i, (name, counts) in enumerate(zip(d.names, d.counts)):
+        fig.add_trace(go.Bar(x=centres, y=counts, width=width, name=plot(name), opacity=0.6,
+                             marker_color=PALETTE[i % len(PALETTE)], customdata=np.c_[d.edges[:-1], d.edges[1:]],
+                             hovertemplate=f"{plot(name)}<br>%{{customdata[0]:.3g}} to %{{customdata[1]:.3g}}"
+                                           "<br>%{y:,} rows<extra></extra>"))
+    fig = _layout(fig, title, plot(d.what), "rows", barmode="overlay", bargap=0)
+    if by_class:
+        fig.update_layout(legend_title_text="actual class")
+    return fig
+
+
 # ------------------------------------------------------- a segment and the rest
 from .style import REST_COLOUR, SEGMENT_COLOUR  # noqa: E402  (the segment's and the rest's colours)
 

@@ -305,6 +305,15 @@ class DiskCache:
 
 
 # ---------------------------------------------------------------------- memory
+class _Pending:
+    """A computation under way in one thread: the others asking for its key wait for ``done``."""
+
+    __slots__ = ("owner", "done", "ok", "value")
+
+    def __init__(self, owner: int):
+        self.owner, self.done, self.ok, self.value = owner, threading.Event(), False, None
+
+
 class ResultCache:
     """A small LRU cache shared by every session, for long computations that report progress.
 
@@ -316,8 +325,14 @@ class ResultCache:
     With a ``disk`` layer, a result of a :func:`persistable` key missing from memory is
     looked up there before it is computed, and written there once computed.
 
+    A key asked for while another thread computes it waits for that result instead of computing
+    it again (two sessions opening the same page of a large table, or a page and the server's
+    preload); where the other computation fails or is stopped, the waiter computes it itself, and
+    a wait that would close a cycle (A computes x and waits on y while B computes y and waits on x)
+    computes at once.
+
     Counters: ``hits`` (found in memory), ``disk_hits`` (found on disk), ``misses``
-    (computed).
+    (computed), ``shared`` (handed over by another thread's computation).
     """
 
     def __init__(self, max_entries: int = 64, disk: DiskCache | None = None, max_bytes: int | None = None):
@@ -331,6 +346,9 @@ class ResultCache:
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
+        self.shared = 0
+        self._pending: dict[tuple, _Pending] = {}  # key -> the computation under way
+        self._waits: dict[int, tuple] = {}  # thread id -> the key it waits for
 
     def _remember(self, key, value) -> None:  # under self._lock
         from .memory import approx_bytes
@@ -347,11 +365,63 @@ class ResultCache:
             self.bytes -= self._sizes.pop(old, 0)
 
     def get_or_compute(self, key: tuple, compute):
+        me = threading.get_ident()
+        while True:
+            with self._lock:
+                if key in self._data:
+                    self._data.move_to_end(key)
+                    self.hits += 1
+                    return self._data[key]
+                pending = self._pending.get(key)
+                if pending is None:
+                    mine = self._pending[key] = _Pending(me)
+                    break
+                if self._closes_cycle(pending.owner, me):
+                    mine = None  # computed here too: waiting would never end
+                    break
+                self._waits[me] = key
+            try:
+                pending.done.wait()
+            finally:
+                with self._lock:
+                    self._waits.pop(me, None)
+            if pending.ok:
+                with self._lock:
+                    self.shared += 1
+                return pending.value
+            # the other computation failed or was stopped: this thread tries it (again)
+        try:
+            value = self._load_or_compute(key, compute)
+        except BaseException:
+            if mine is not None:
+                self._settle(key, mine, False, None)
+            raise
+        if mine is not None:
+            self._settle(key, mine, True, value)
+        return value
+
+    def _closes_cycle(self, owner: int, me: int) -> bool:  # under self._lock
+        """Whether ``me`` waiting on a computation of ``owner`` would close a cycle of waits."""
+        seen = set()
+        while owner not in seen:
+            if owner == me:
+                return True
+            seen.add(owner)
+            waited = self._waits.get(owner)
+            pending = self._pending.get(waited) if waited is not None else None
+            if pending is None:
+                return False
+            owner = pending.owner
+        return False
+
+    def _settle(self, key, pending: "_Pending", ok: bool, value) -> None:
         with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return self._data[key]
+            if self._pending.get(key) is pending:
+                del self._pending[key]
+        pending.ok, pending.value = ok, value
+        pending.done.set()
+
+    def _load_or_compute(self, key: tuple, compute):
         disk = self.disk
         persist = disk is not None and persistable(key)
         if persist:

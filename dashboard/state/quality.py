@@ -162,6 +162,29 @@ def model_quality(ctx: ModelContext, threshold: float | None = None, positive: i
     return result_cache().get_or_compute(key, compute)
 
 
+def prediction_spread(ctx: ModelContext):
+    """The Model page's chart under the score (an :class:`explainers.quality.Distribution`, or
+    None where there is none): a classifier's predicted probability of the sidebar's class by
+    actual class, a regressor's predictions beside its target on the sidebar's Scale; from the
+    shared predictions of every row, cached."""
+    from explainers.quality import probability_distribution, value_distribution
+
+    if quality_problem(ctx) is not None or on_margin(ctx):
+        return None  # no target, an outlier detector, an output not named; a margin is no probability
+    if ctx.task == "regression":
+        def spread():
+            y, pred = _regression_pair(ctx)
+            return value_distribution({"predicted": pred, "actual": pd.to_numeric(y, errors="coerce")},
+                                      what=str(ctx.card.get("target") or ctx.y.name or "value"))
+
+        return result_cache().get_or_compute(
+            ("prediction_spread", ctx.model_key, ctx.data_key, target_output(ctx), *_units(ctx)), spread)
+    ci = class_index(ctx)
+    return result_cache().get_or_compute(
+        ("prediction_spread", ctx.model_key, ctx.data_key, ci),
+        lambda: probability_distribution(ctx.y, _predictions(ctx), list(ctx.adapter.classes), ci))
+
+
 def segment_quality(ctx: ModelContext, active, threshold: float | None = None, positive: int | None = None):
     """``(segment's quality, rest's quality)``: :func:`model_quality` computed on the segment's
     rows and on the others' (same threshold and class), from the cached predictions; cached

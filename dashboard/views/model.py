@@ -1,7 +1,7 @@
 """Model page: what the active model is, and loading another one."""
 import streamlit as st
 
-from dashboard import messages, state, widgets
+from dashboard import figures, messages, state, widgets
 from dashboard.safe_text import code, md
 from dashboard.state import context
 from dashboard.state import quality as qs
@@ -73,6 +73,20 @@ if not metric and ctx.y is not None:
                             + "(held out only if these rows were not used for training)")
     else:
         score_slot.empty()
+try:
+    spread = qs.prediction_spread(ctx)
+except Exception as exc:  # noqa: BLE001 - said on the page, the rest of it kept
+    spread = None
+    widgets.show_error(exc)
+if spread is not None:
+    regression = ctx.task == "regression"
+    st.plotly_chart(figures.distribution_figure(spread, by_class=not regression), key="model_spread")
+    st.caption(("How the predictions spread beside the target's values" if regression else
+                "Each class's rows by the probability the model gives the sidebar's class: the further apart, "
+                "the better the model tells them apart")
+               + f", over the {int(spread.counts[0].sum() if regression else spread.counts.sum()):,} rows"
+               + (f" ({spread.left_out:,} without a usable target left out)." if spread.left_out else ".")
+               + " The Quality page has the curves and the confusion matrix.")
 
 st.subheader("Switch model")
 left, right = st.columns(2)

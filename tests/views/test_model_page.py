@@ -165,3 +165,31 @@ def test_kernels_are_warmed_once_per_process(monkeypatch):
     state.warm_kernels_in_background()
     assert started == ["glassbox-warm-kernels"]
     warmup._warm_kernels()  # the warm-up itself runs clean (compiles or loads the kernels)
+
+
+@pytest.mark.parametrize("demo", ["wine_gb", "breast_cancer_xgb", "diabetes_forest"])
+def test_the_prediction_spread_chart_counts_every_row_as_the_definition(demo):
+    """Under the score: a classifier's predicted probability of the sidebar's class, counted per
+    actual class, or a regressor's predictions beside its target; the bars' heights equal the
+    histogram of the model's own predictions on every row."""
+    from explainers.quality import probability_distribution, value_distribution
+    from tests.plotly_json import array, figures
+    from tests.views._app import load_demo
+
+    at = open_page(demo=demo, timeout=120)
+    assert not at.exception
+    charts = figures(at)
+    assert len(charts) == 1
+    bars = [t for t in charts[0]["data"] if t["type"] == "bar"]
+    model, ds, card = load_demo(demo)
+    if hasattr(model, "predict_proba"):
+        classes = list(model.classes_)
+        ci = len(classes) - 1 if len(classes) == 2 else 0  # the sidebar's default class
+        want = probability_distribution(ds.y, model.predict_proba(ds.X), classes, ci)
+        assert [b["name"] for b in bars] == [str(c) for c in classes]
+    else:
+        want = value_distribution({"predicted": model.predict(ds.X), "actual": ds.y.to_numpy(float)})
+        assert [b["name"] for b in bars] == ["predicted", "actual"]
+    for bar, counts in zip(bars, want.counts):
+        np.testing.assert_array_equal(array(bar["y"]), counts)
+    assert sum(array(b["y"]).sum() for b in bars) == want.counts.sum() > 0
