@@ -37,22 +37,30 @@ def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, perc
 ALE_MAX_ROWS = 50_000
 
 
-def ale_rows(ctx: ModelContext) -> int:
-    """The rows an ALE is computed on."""
-    return min(len(ctx.X), ALE_MAX_ROWS)
+def ale_rows(ctx: ModelContext, all_rows: bool = False) -> int:
+    """The rows an ALE is computed on (``all_rows``: every row, as the user asked)."""
+    return len(ctx.X) if all_rows else min(len(ctx.X), ALE_MAX_ROWS)
 
 
-def ale_caption(ctx: ModelContext) -> str | None:
+def ale_sampled(ctx: ModelContext) -> bool:
+    """Whether the pages' ALE starts from a sample (the table is larger than ALE_MAX_ROWS)."""
+    return len(ctx.X) > ALE_MAX_ROWS
+
+
+def ale_caption(ctx: ModelContext, all_rows: bool = False) -> str | None:
     """What the pages say under an ALE computed on a sample (None: on every row)."""
-    if len(ctx.X) <= ALE_MAX_ROWS:
+    if all_rows and ale_sampled(ctx):
+        return f"ALE on every one of the {len(ctx.X):,} rows."
+    if not ale_sampled(ctx):
         return None
     return (f"ALE from a seeded sample of {ALE_MAX_ROWS:,} of the {len(ctx.X):,} rows "
             f"({'classes kept in proportion' if ctx.task != 'regression' and ctx.y is not None else 'drawn at random'}).")
 
 
-def ale(ctx: ModelContext, feature, n_bins: int):
+def ale(ctx: ModelContext, feature, n_bins: int, all_rows: bool = False, notice=None):
     """ALE of one numeric feature (a name), or second-order ALE of two (a tuple), cached;
-    on the seeded sample of :func:`ale_rows` rows."""
+    on the seeded sample of :func:`ale_rows` rows, or on every row (``all_rows``: computed in
+    a worker thread, ``notice(seconds)`` showing that it runs and letting a Stop end the wait)."""
     def compute():
         from explainers.ale import ale as ale_fn
 
@@ -60,10 +68,14 @@ def ale(ctx: ModelContext, feature, n_bins: int):
         return scale_named(ale_fn(effects_model(ctx), X, list(feature) if isinstance(feature, tuple) else feature,
                                   n_bins=n_bins), ctx)
 
-    n = ale_rows(ctx)
+    n = ale_rows(ctx, all_rows)
     rows = None if n == len(ctx.X) else view_rows(ctx, n)
-    return result_cache().get_or_compute(("ale", ctx.model_key, ctx.data_key, feature, n_bins, scale_key(ctx), n),
-                                         compute)
+    key = ("ale", ctx.model_key, ctx.data_key, feature, n_bins, scale_key(ctx), n)
+    if all_rows and ale_sampled(ctx):
+        from .worker import in_worker
+
+        return in_worker(key, compute, notice)
+    return result_cache().get_or_compute(key, compute)
 
 
 def pdp_by_segment(ctx: ModelContext, active, feature: str, grid_resolution: int,

@@ -13,20 +13,26 @@ import logging
 log = logging.getLogger(__name__)
 #: Streamlit's logger that warns of a thread with no script run (its caches ask): this one has none
 CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
-from dashboard.__main__ import PRELOAD_THREAD as THREAD_NAME  # noqa: E402 - a light module
 
 
 class _NotThisThread(logging.Filter):
+    def __init__(self, thread_name: str):
+        super().__init__()
+        self.thread_name = thread_name
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.threadName != THREAD_NAME
+        return record.threadName != self.thread_name
 
 
 def quiet_for_this_thread() -> None:
-    """Leave out Streamlit's "missing ScriptRunContext" warnings of the preload thread (it has
-    no script run by design); every other thread's are kept."""
+    """Leave out Streamlit's "missing ScriptRunContext" warnings of the calling thread (the
+    preload's has no script run by design); every other thread's are kept."""
+    import threading
+
+    name = threading.current_thread().name
     logger = logging.getLogger(CONTEXT_LOGGER)
-    if not any(isinstance(f, _NotThisThread) for f in logger.filters):
-        logger.addFilter(_NotThisThread())
+    if not any(isinstance(f, _NotThisThread) and f.thread_name == name for f in logger.filters):
+        logger.addFilter(_NotThisThread(name))
 
 
 def default_model() -> str | None:
@@ -42,7 +48,7 @@ def default_model() -> str | None:
         if ctx is None:
             return None
         context.feature_summary(ctx.data_key, ctx.X)
-        if ctx.y is not None and not ctx.card.get("metric"):  # the Model page scores the model itself
+        if ctx.y is not None:  # the Model page's score and its chart of the predictions
             if ctx.task == "regression":
                 if getattr(ctx.adapter, "n_targets", 1) == 1:
                     all_predictions(ctx, ctx.adapter.output, ctx.adapter.class_index)

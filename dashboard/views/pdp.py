@@ -35,6 +35,23 @@ max_rows = int(c5.number_input("Rows", rows_lo, rows_hi, step=100 if rows_hi >= 
                                **state.bind("pdp_rows", min(n_rows, state.PDP_MAX_ROWS),
                                             valid=lambda v: rows_lo <= v <= rows_hi)))
 features = (f1, f2) if two_d else (f1,)
+
+
+def _ale_on_every_row() -> bool:
+    """On a table larger than the ALE's sample: whether the user asked for the ALE of every row."""
+    if not state.ale_sampled(ctx):
+        return False
+    return st.toggle(f"ALE on every row ({n_rows:,})",
+                     help=f"The ALE starts from a seeded sample of {state.ale_rows(ctx):,} rows, which draws in "
+                          "about a second; every row predicts each one at its bin's edges (a few seconds per "
+                          "million rows and feature). A Stop (top right) ends the wait.",
+                     **state.bind("pdp_ale_all", False, options=(True, False)))
+
+
+def _ale_notice(all_rows: bool):
+    return widgets.Working(f"ALE on every one of the {n_rows:,} rows…") if all_rows else None
+
+
 ci = state.pdp_class(ctx)
 seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
 
@@ -71,19 +88,20 @@ if two_d:
     fig = figures.pdp2d_figure(res, style=style, empty_cells=empty, class_index=ci,
                                points=state.sample_rows(ctx, 1_000)[list(features)] if points else None)
     if f1 in numeric and f2 in numeric:
+        ale_all = _ale_on_every_row()
         left, right = st.columns(2)
         left.plotly_chart(fig, key="pdp_2d")
-        try:
-            right.plotly_chart(figures.ale2d_figure(state.ale(ctx, features, 10), class_index=ci,
-                                                    shade_empty=empty != "show", reference=figures.pd_range(res, ci)),
-                               key="pdp_ale2d")
-        except Exception as exc:
-            with right:
+        with right:
+            try:
+                second = state.ale(ctx, features, 10, ale_all, _ale_notice(ale_all))
+                st.plotly_chart(figures.ale2d_figure(second, class_index=ci, shade_empty=empty != "show",
+                                                     reference=figures.pd_range(res, ci)), key="pdp_ale2d")
+            except Exception as exc:
                 widgets.show_error(exc)
         st.caption("The second-order ALE (right) shows the two features' interaction alone, from "
                    "changes within the data's own cells: each feature's own effect is removed, and "
                    "no row is moved to a corner where no data lies."
-                   + (f" {state.ale_caption(ctx)}" if state.ale_caption(ctx) else ""))
+                   + (f" {state.ale_caption(ctx, ale_all)}" if state.ale_caption(ctx, ale_all) else ""))
     else:
         st.plotly_chart(fig, key="pdp_2d")
     st.caption(f"{int((res.counts == 0).sum())} of {res.counts.size} cells have no data rows behind them.")
@@ -98,16 +116,18 @@ else:
     fig = figures.pdp_figure(res, centered=centered, show_ice=show_ice, max_ice_lines=int(n_ice),
                              color_by=color_by, class_index=ci)
     if f1 in numeric:
+        ale_all = _ale_on_every_row()
         left, right = st.columns(2)
         left.plotly_chart(fig, key="pdp_1d")
-        try:
-            right.plotly_chart(figures.ale_figure(state.ale(ctx, f1, 20), class_index=ci), key="pdp_ale")
-        except Exception as exc:
-            with right:
+        with right:
+            try:
+                st.plotly_chart(figures.ale_figure(state.ale(ctx, f1, 20, ale_all, _ale_notice(ale_all)),
+                                                   class_index=ci), key="pdp_ale")
+            except Exception as exc:
                 widgets.show_error(exc)
         st.caption("ALE (right) accumulates local changes within the data's own bins, so unlike the "
                    "PDP it never evaluates the model on rows that cannot occur when features are correlated."
-                   + (f" {state.ale_caption(ctx)}" if state.ale_caption(ctx) else ""))
+                   + (f" {state.ale_caption(ctx, ale_all)}" if state.ale_caption(ctx, ale_all) else ""))
     else:
         st.plotly_chart(fig, key="pdp_1d")
 st.caption(f"Method: {res.method}; {len(res.row_indices):,} rows behind each point.")

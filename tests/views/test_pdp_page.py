@@ -174,3 +174,36 @@ def test_ale_on_a_sample_equals_ale_of_the_sample_and_says_so(monkeypatch):
     at = open_page("views/pdp.py", demo="breast_cancer_hgb")
     assert any(f"seeded sample of 200 of the {len(ctx.X):,} rows" in c.value for c in at.caption), \
         [c.value for c in at.caption]
+
+
+def test_ale_on_every_row_when_asked_equals_the_exact_all_row_ale(monkeypatch):
+    """Above ALE_MAX_ROWS the page offers the ALE of every row: with the toggle on, the chart's
+    numbers are ALE of the whole table (computed in a worker thread), and the caption says so;
+    on a table within the sample size there is no toggle."""
+    import numpy as np
+
+    from dashboard.state import effects
+    from dashboard.state.context import demo_context
+    from explainers.ale import ale
+    from tests.plotly_json import array, figures
+
+    at = open_page("views/pdp.py", demo="breast_cancer_hgb")
+    assert not [t for t in at.toggle if t.label.startswith("ALE on every row")]
+    monkeypatch.setattr(effects, "ALE_MAX_ROWS", 200)
+    ctx = demo_context("breast_cancer_hgb")
+    at = open_page("views/pdp.py", demo="breast_cancer_hgb")
+    toggle = [t for t in at.toggle if t.label.startswith("ALE on every row")]
+    assert len(toggle) == 1 and toggle[0].value is False
+    toggle[0].set_value(True).run()
+    assert not at.exception
+    f = at.selectbox[[s.label for s in at.selectbox].index("Feature")].value
+    want = effects.scale_named(ale(effects.effects_model(ctx), ctx.X, f, n_bins=20), ctx)
+    effects_ = [want.effect] if want.effect.ndim == 1 else list(want.effect.T)  # the line of one class
+    lines = [array(t["y"]) for g in figures(at) for t in g["data"] if t.get("name") == "ALE"]
+    assert len(lines) == 1
+    assert any(len(e) == len(lines[0]) and np.allclose(lines[0], e, rtol=0, atol=1e-12) for e in effects_)
+    # the sample's ALE differs: the chart is not the first view's
+    sample = effects.ale(ctx, f, 20)
+    assert int(sample.counts.sum()) <= 200 < int(want.counts.sum()) == len(ctx.X)
+    assert any(f"ALE on every one of the {len(ctx.X):,} rows" in c.value for c in at.caption), \
+        [c.value for c in at.caption]
