@@ -59,11 +59,15 @@ WATCH = """() => {
   const t0 = performance.now();
   const app = document.querySelector('[data-testid="stApp"]');
   const note = (k) => { if (!(k in window.__seen)) window.__seen[k] = performance.now() - t0; };
+  const ids = ['stExpanderIconSpinner', 'stSpinner', 'stProgress', 'stStatusWidget', 'stPlotlyChart'];
+  // what the page before showed (the Model page's chart) is not what this page shows
+  const before = new WeakSet(ids.flatMap(id => Array.from(document.querySelectorAll(`[data-testid="${id}"]`))));
   const check = () => {
     if (app.getAttribute('data-test-script-state') === 'running') note('running');
-    for (const id of ['stExpanderIconSpinner', 'stSpinner', 'stProgress', 'stStatusWidget', 'stPlotlyChart']) {
-      const el = document.querySelector(`[data-testid="${id}"]`);
-      if (el && el.getBoundingClientRect().width > 0) note(id);
+    for (const id of ids) {
+      const shown = Array.from(document.querySelectorAll(`[data-testid="${id}"]`))
+        .some(el => !before.has(el) && el.getBoundingClientRect().width > 0);
+      if (shown) note(id);
     }
     const stop = document.querySelector('[data-testid="stStatusWidget"] button');
     if (stop && /stop/i.test(stop.innerText)) note('stop');
