@@ -1,4 +1,5 @@
 """Partial dependence and ICE: brute equals scikit-learn, tree equals brute."""
+import itertools
 import pickle
 
 import numpy as np
@@ -224,8 +225,10 @@ def test_tree_parts_split_the_trees(tree_fits, name, monkeypatch):
     from explainers.trees import flatten_model
 
     n_trees = len(flatten_model(model).roots)
-    for parts in (1, 2, 3, n_trees + 5):  # more parts than trees: some parts walk none
+    blocks = [pdp_module._TREE_BLOCK_ROWS, (7, 7, 10**9)]  # one block, and several (a partial last one)
+    for parts, bounds in itertools.product((1, 2, 3, n_trees + 5), blocks):  # more parts than trees too
         monkeypatch.setattr(pdp_module, "tree_parts", lambda n, block, n_trees, k=parts: k)
+        monkeypatch.setattr(pdp_module, "_TREE_BLOCK_ROWS", bounds)
         t = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree")
         a = partial_dependence(model, Xf, [0], grid_resolution=9, method="tree", kind="average")
         np.testing.assert_allclose(t.individual, b.individual, **TOL)

@@ -44,6 +44,21 @@ def ice_tree_kernel(
     n_blocks = (n + block - 1) // block
     Ds = _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
                        roots, depth, block, parts, True)
+    if parts > 1:  # fewer blocks than threads: each block's outputs are made by all threads
+        for blk in range(n_blocks):
+            start = blk * block
+            stop = min(n, start + block)
+            D = _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start,
+                              cat_bits, value, roots, depth, Ds, blk, parts)
+            for ab in prange(G1 * G2):
+                a = ab // G2
+                b = ab % G2
+                if mean:
+                    _block_mean_into(D[a, b], stop - start, base, scale, tcode, out[blk, a, b])
+                else:
+                    for i in range(stop - start):
+                        _transform_into(D[a, b], i, base, scale, tcode, out[start + i, a, b])
+        return
     for blk in prange(n_blocks):
         start = blk * block
         stop = min(n, start + block)
@@ -51,15 +66,9 @@ def ice_tree_kernel(
         D = _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start,
                           cat_bits, value, roots, depth, Ds, blk, parts)
         if mean:
-            acc = out[blk]
-            cell = np.empty(out.shape[3])
             for a in range(G1):
                 for b in range(G2):
-                    Dab = D[a, b]
-                    for i in range(m):
-                        _transform_into(Dab, i, base, scale, tcode, cell)
-                        for k in range(cell.shape[0]):
-                            acc[a, b, k] += cell[k]
+                    _block_mean_into(D[a, b], m, base, scale, tcode, out[blk, a, b])
             continue
         for i0 in range(0, m, _TILE):  # a few rows at a time: their outputs stay in cache
             for a in range(G1):
@@ -88,7 +97,7 @@ def _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_
         start = blk * block
         stop = min(n, start + block)
         walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
-                   roots[part * T // parts:(part + 1) * T // parts], depth, Ds[job], per_row)
+                   roots[part::parts], depth, Ds[job], per_row)
     return Ds
 
 
@@ -117,6 +126,20 @@ def _added_parts(Ds, blk, parts):  # pragma: no cover - compiled
         for q in range(D.size):
             flat[q] += other[q]
     return D
+
+
+@njit(cache=True, nogil=True)
+def _block_mean_into(Dab, m, base, scale, tcode, acc):  # pragma: no cover - compiled
+    """Adds the outputs of a block's ``m`` rows at one grid point (tree sums ``Dab``) into ``acc``."""
+    K = acc.shape[0]
+    cell = np.empty(K)
+    total = np.zeros(K)  # summed here, added to acc once
+    for i in range(m):
+        _transform_into(Dab, i, base, scale, tcode, cell)
+        for k in range(K):
+            total[k] += cell[k]
+    for k in range(K):
+        acc[k] += total[k]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -178,7 +201,7 @@ def pd_sum_kernel(
         stop = min(n, start + block)
         D = sums[job]
         walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
-                   value, roots[part * T // parts:(part + 1) * T // parts], depth, D, False)
+                   value, roots[part::parts], depth, D, False)
         prefix_sums(D)
 
 

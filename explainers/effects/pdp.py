@@ -171,8 +171,8 @@ def _tree_plan(adapter: ModelAdapter, frame: pd.DataFrame, kinds, grids):
     if ens.n_features != frame.shape[1]:
         return None, "the data and the model have different numbers of columns"
     coded = [ens.categories[j] is not None for j in range(ens.n_features)]
-    if not all(is_numeric(frame[c]) or pd.api.types.is_bool_dtype(frame[c].dtype) or coded[j]
-               for j, c in enumerate(frame.columns)):
+    if not all(coded[j] or pd.api.types.is_numeric_dtype(dt)  # bool included
+               for j, dt in enumerate(frame.dtypes.tolist())):
         return None, "the data has non-numeric columns"
     if not all(g.dtype.kind in "fiub" for g in grids if g is not None) and not any(coded):
         return None, "a grid is not numeric"
