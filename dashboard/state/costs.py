@@ -97,22 +97,25 @@ LINE_PROBE_BUDGET_S = 1.5
 
 
 def _on_line(ctx: ModelContext, method: str, output: str) -> bool:
-    """Whether this SHAP's cost is the tree line (fixed + per row), not a per-row probe: tree
-    SHAP; a boosting model's probability game where the two-row probe finds the line's
-    probes cheap (its cost per row grows with 2**d and can be large; on a cheap one the
-    two-row figure carries the call's fixed cost: 3x the measured time on a 200-tree XGBoost)."""
+    """Whether this SHAP's cost is the line (fixed + per row through two probes), not a per-row
+    probe: tree SHAP; a boosting model's probability game, exact and kernel SHAP where the
+    two-row probe finds the line's probes cheap (their cost per row can be large; on a cheap
+    one the two-row figure carries the call's fixed cost: 3x the measured time on a 200-tree
+    XGBoost's probabilities, 2.5x for kernel SHAP on the diabetes ridge model)."""
     from .outputs import _margin_is_native
 
-    if _by_kind_fast(ctx, method, output) is not None:
+    by_kind = _by_kind_fast(ctx, method, output)
+    if by_kind is True:
         return False
-    if not (output == "proba" and _margin_is_native(ctx)):
+    if by_kind is None and not (output == "proba" and _margin_is_native(ctx)):
         return True
     rows = 1 + 2 * sum(TREE_PROBE_ROWS)
     return _probe_seconds(ctx, method, output) * rows <= LINE_PROBE_BUDGET_S
 
 
 def shap_fixed_seconds(ctx: ModelContext, method: str, output: str | None = None) -> float:
-    """Seconds a SHAP call costs whatever its rows (tree SHAP's leaf tables; else 0)."""
+    """Seconds a SHAP call costs whatever its rows (tree SHAP's leaf tables, a cheap game's set-up
+    on the line; else 0)."""
     output = _output(ctx, method, output)
     return _tree_line(ctx, method, output)[0] if _on_line(ctx, method, output) else 0.0
 

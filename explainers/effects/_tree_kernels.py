@@ -86,7 +86,6 @@ def _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_
     (an empty array) for one part: each block is then walked where it is used."""
     n = Xw.shape[0]
     R = value.shape[1]
-    T = roots.shape[0]
     n_blocks = (n + block - 1) // block
     if parts <= 1:
         return np.zeros((0, G1, G2, R, 1))
@@ -191,7 +190,6 @@ def pd_sum_kernel(
     not one per row.
     """
     n = Xw.shape[0]
-    T = roots.shape[0]
     depth = max_depth + 2
     n_blocks = (n + block - 1) // block
     for job in prange(n_blocks * parts):

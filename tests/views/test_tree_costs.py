@@ -127,3 +127,21 @@ def test_a_boosting_models_probability_game_gets_the_line_where_its_probes_are_c
     line = costs.shap_cost_line(ctx, "tree", "proba")
     assert line == ((0.02, 0.004) if on_line else (0.0, two_row_s))
     assert costs.shap_fixed_seconds(ctx, "tree", "proba") == (0.02 if on_line else 0.0)
+
+
+@pytest.mark.parametrize("method", ["exact", "kernel"])
+@pytest.mark.parametrize("two_row_s, on_line", [(0.006, True), (0.5, False)])
+def test_a_cheap_exact_or_kernel_game_gets_the_line(monkeypatch, method, two_row_s, on_line):
+    """Exact and kernel SHAP are slow by kind: where their two-row probe says the line's probes
+    (73 rows) are cheap, the estimate is the line (the two-row figure carries the call's set-up),
+    else the two-row figure; either way the views stay on the slow defaults."""
+    ctx = demo_context("diabetes_linear")
+    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    monkeypatch.setattr(costs, "_probe_seconds", lambda ctx, method, output: two_row_s)
+    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: (0.3, 0.0025))
+    line = costs.shap_cost_line(ctx, method, "raw")
+    assert line == ((0.3, 0.0025) if on_line else (0.0, two_row_s))
+    assert not costs.shap_is_fast(ctx, method, "raw")
+    cost, _ = costs.sample_cost(ctx, method, 442, "raw")
+    fixed, per_row = line
+    assert cost == pytest.approx(costs.blocks_seconds(442, costs.first_block(False, fixed, per_row), fixed, per_row))
