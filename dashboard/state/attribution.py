@@ -15,7 +15,7 @@ import pandas as pd
 
 from .cache import result_cache
 from .context import ModelContext
-from .costs import first_block, next_block, shap_fixed_seconds, shap_is_fast, shap_seconds_per_row
+from .costs import first_block, next_block, shap_fixed_seconds, shap_is_fast, shap_seconds_per_row, slow_by_kind
 from .outputs import adapter_output, log_odds_output, shap_output, target_output
 from .predictions import all_labels, all_predictions
 from .rows import _nested_rows, _RowStore, background
@@ -182,10 +182,12 @@ def _explain_sample(ctx: ModelContext, n_rows: int, method: str, output: str, pr
     positions = _nested_rows(len(ctx.X), n_rows)
     store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method, output), _RowStore)
     total = len(positions)
-    fixed = shap_fixed_seconds(ctx, method, output)
-    fast = shap_is_fast(ctx, method, output)
-    # a method known slow by kind starts at one row (no probe: the page's estimate may not have run)
-    block = first_block(fast, fixed, shap_seconds_per_row(ctx, method, output)) if (fast or fixed > 0) else 1
+    if slow_by_kind(ctx, method, output):  # starts at one row, no probe: the page's estimate may not have run
+        fixed, fast, block = 0.0, False, 1
+    else:
+        fixed = shap_fixed_seconds(ctx, method, output)
+        fast = shap_is_fast(ctx, method, output)
+        block = first_block(fast, fixed, shap_seconds_per_row(ctx, method, output)) if (fast or fixed > 0) else 1
     cancel = threading.Event()
     state: dict = {}
     worker = None

@@ -55,6 +55,12 @@ def _by_kind_fast(ctx: ModelContext, method: str, output: str) -> bool | None:
     return None if chosen == "tree" else chosen == "linear"
 
 
+def slow_by_kind(ctx: ModelContext, method: str, output: str) -> bool:
+    """Whether this SHAP is slow by what the method is (exact, kernel): the SHAP worker then
+    starts at one row without probing its cost."""
+    return _by_kind_fast(ctx, method, output) is False
+
+
 def _output(ctx: ModelContext, method: str, output: str | None) -> str:
     from .outputs import shap_output
 
@@ -81,14 +87,22 @@ def shap_seconds_per_row(ctx: ModelContext, method: str, output: str | None = No
 
 def shap_cost_line(ctx: ModelContext, method: str, output: str | None = None) -> tuple[float, float]:
     """(seconds a call costs whatever its rows, seconds per row) of SHAP with this method and
-    output: (0, 0) for the linear method; for tree SHAP two probes (the fixed part is
-    the leaf tables each call builds); else the per-row time of a small probe."""
+    output: (0, 0) for the linear method; on the line two probes (tree SHAP: the fixed part is
+    the leaf tables each call builds); else the per-row time of a small probe. Where the
+    probability game is out of reach, the cost of the log-odds the page explains instead."""
     output = _output(ctx, method, output)
     if _by_kind_fast(ctx, method, output) is True:
         return 0.0, 0.0
     if _on_line(ctx, method, output):
-        return _tree_line(ctx, method, output)
-    return 0.0, _probe_seconds(ctx, method, output)
+        line = _tree_line(ctx, method, output)
+    else:
+        line = 0.0, _probe_seconds(ctx, method, output)
+    if line == (0.0, 0.0) and output == "proba":
+        # the probability game is out of reach: the page explains the log-odds instead, and so costs that
+        from .outputs import log_odds_output
+
+        return shap_cost_line(ctx, method, log_odds_output(ctx))
+    return line
 
 
 #: a boosting model's probability game gets the line's probes (1 + 2 x (4 + 32) rows) where the
@@ -116,8 +130,7 @@ def _on_line(ctx: ModelContext, method: str, output: str) -> bool:
 def shap_fixed_seconds(ctx: ModelContext, method: str, output: str | None = None) -> float:
     """Seconds a SHAP call costs whatever its rows (tree SHAP's leaf tables, a cheap game's set-up
     on the line; else 0)."""
-    output = _output(ctx, method, output)
-    return _tree_line(ctx, method, output)[0] if _on_line(ctx, method, output) else 0.0
+    return shap_cost_line(ctx, method, output)[0]
 
 
 def default_shap_rows(ctx: ModelContext, method: str, output: str | None = None) -> int:
@@ -195,14 +208,16 @@ def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:
 def sample_cost(ctx: ModelContext, method: str, n_rows: int, output: str | None = "auto") -> tuple[float, int]:
     """(estimated seconds for the rows of a sample not yet explained, rows that fit in SLOW_VIEW_S)."""
     per_row = shap_seconds_per_row(ctx, method, output)
-    if per_row <= 0:
-        return 0.0, n_rows
     fixed = shap_fixed_seconds(ctx, method, output)
+    if per_row <= 0 and fixed <= 0:
+        return 0.0, n_rows
     first = first_block(shap_is_fast(ctx, method, output), fixed, per_row)
     store = result_cache().get_or_compute(("shap_rows", ctx.model_key, ctx.data_key, method, output), _RowStore)
     positions = _nested_rows(len(ctx.X), n_rows)
     left = len(positions) - store.done(positions)
-    cost = blocks_seconds(left, first, fixed, per_row)
+    cost = blocks_seconds(left, first, fixed, per_row)  # rows that cost nothing more still pay each call
+    if per_row <= 0:
+        return cost, n_rows
     return cost, max(10, int(max(SLOW_VIEW_S - fixed, per_row) / per_row) // 10 * 10)
 
 

@@ -174,8 +174,9 @@ def _importance(ctx: ModelContext, method: str, n_repeats: int, max_rows: int, p
     raise KeyError(method)
 
 
-#: rows of the holdout permutation's two timed probes (fewer where a predict is slow)
-PERM_PROBE_ROWS = (20, 200)
+#: rows of the holdout permutation's two timed probes of one repeat (fewer where a predict is slow),
+#: and the repeats of its third probe, on the fewer rows (the copies' own cost apart from the call's)
+PERM_PROBE_ROWS, PERM_PROBE_REPEATS = (20, 200), 3
 #: trees the out-of-bag probe times after the first (which carries the set-up)
 OOB_PROBE_TREES = 3
 
@@ -184,13 +185,23 @@ class _Enough(Exception):
     """Raised from a progress callback to end a probe."""
 
 
-def permutation_line(ctx: ModelContext, scoring: str | None = None) -> tuple[float, float]:
-    """(fixed seconds, seconds per held-out row) of one holdout permutation repeat, measured:
-    the computation itself (stacked copies, predict, scoring) on PERM_PROBE_ROWS rows, after a
-    warm-up, the best of two runs each; the line through them. (0, 0) where it cannot run."""
-    scoring = permutation_scoring(ctx) if scoring is None else scoring
+def permutation_line(ctx: ModelContext, scoring: str | None = None, n_repeats: int = 1) -> tuple[float, float]:
+    """(fixed seconds, seconds per held-out row) of holdout permutation with ``n_repeats``
+    repeats, measured on the computation itself (stacked copies, predict, scoring): after a
+    warm-up, the best of two runs of one repeat on each of PERM_PROBE_ROWS rows and of
+    PERM_PROBE_REPEATS repeats on the fewer rows. Each repeat scores every feature's copy, and each copy costs
+    something whatever its rows (its score, its slice of the predict): a call costs
+    ``c0 + copies x (a + b x rows)`` with ``copies = features x repeats + 1``, and the three
+    probes give c0, a and b. (0, 0) where it cannot run."""
+    c0, a, b = _permutation_costs(ctx, permutation_scoring(ctx) if scoring is None else scoring)
+    copies = int(n_repeats) * ctx.X.shape[1] + 1
+    return c0 + copies * a, copies * b
 
-    def probe() -> tuple[float, float]:
+
+def _permutation_costs(ctx: ModelContext, scoring: str) -> tuple[float, float, float]:
+    """(seconds per call, per copy, per copy and row) of holdout permutation (see
+    :func:`permutation_line`), measured once per model, data and score."""
+    def probe() -> tuple[float, float, float]:
         from explainers import importance as imp
         from .costs import predict_seconds_per_row
         from .warmup import wait_for_warmup
@@ -200,30 +211,33 @@ def permutation_line(ctx: ModelContext, scoring: str | None = None) -> tuple[flo
             X_ok, y_ok, _ = _scored_holdout(ctx)
             held = _held(ctx)
         except ExplainerError:
-            return 0.0, 0.0
-        per_copy_row = predict_seconds_per_row(ctx) * (ctx.X.shape[1] + 1)
+            return 0.0, 0.0, 0.0
+        p = ctx.X.shape[1]
+        per_copy_row = predict_seconds_per_row(ctx) * (p + 1)
         small = min(PERM_PROBE_ROWS[0], len(X_ok))
         big = min(len(X_ok), max(2 * small, min(PERM_PROBE_ROWS[1], int(0.5 / max(per_copy_row, 1e-9)))))
         take = _seeded_rows(len(X_ok), big)
         rows, ys = X_ok.iloc[take], y_ok.iloc[take]
 
-        def run(m: int) -> float:
+        def run(m: int, repeats: int = 1) -> float:
             t0 = time.perf_counter()
-            imp.permutation_importance(ctx.model, rows.iloc[:m], ys.iloc[:m], n_repeats=1, random_state=0,
+            imp.permutation_importance(ctx.model, rows.iloc[:m], ys.iloc[:m], n_repeats=repeats, random_state=0,
                                        class_index=held, scoring=scoring)
             return time.perf_counter() - t0
 
         try:
             run(small)  # warm-up: a first call may pay one-time costs
             t_small, t_big = min(run(small), run(small)), min(run(big), run(big))
+            t_more = min(run(small, PERM_PROBE_REPEATS), run(small, PERM_PROBE_REPEATS))
         except Exception:  # noqa: BLE001 - too few rows of a class for the score: the page says so when it runs
-            return 0.0, 0.0
+            return 0.0, 0.0, 0.0
         if big <= small:
-            return 0.0, t_small / max(1, small)
-        per_row = max(0.0, (t_big - t_small) / (big - small))
-        return max(0.0, t_small - small * per_row), per_row
+            return 0.0, 0.0, t_small / max(1, small) / (p + 1)
+        b = max(0.0, (t_big - t_small) / (big - small)) / (p + 1)
+        a = max(0.0, (t_more - t_small) / ((PERM_PROBE_REPEATS - 1) * p) - b * small)  # the copies more repeats add
+        return max(0.0, t_small - (p + 1) * (a + b * small)), a, b
 
-    key = ("perm_line", ctx.model_key, ctx.data_key, scoring, target_output(ctx))
+    key = ("perm_costs", ctx.model_key, ctx.data_key, scoring, target_output(ctx))
     return tuple(result_cache().get_or_compute(key, probe))
 
 
@@ -278,19 +292,17 @@ def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int,
     perm_fixed = perm_row = 0.0
     p = ctx.X.shape[1]
     if "permutation" in methods:
-        perm_fixed, perm_row = permutation_line(ctx)
-        if perm_row > 0:  # the probe ran one repeat: a row is copied p * repeats + 1 times, not p + 1
-            perm_row *= (int(n_repeats) * p + 1) / (p + 1)
-        else:  # the probe could not run (too few rows of a class): predictions counted instead
-            perm_row = (int(n_repeats) * p + 1) * predict_seconds_per_row(ctx)
+        perm_fixed, perm_row = permutation_line(ctx, n_repeats=n_repeats)
+        if perm_row <= 0 and perm_fixed <= 0:  # the probe could not run (too few rows of a class)
+            perm_row = (int(n_repeats) * p + 1) * predict_seconds_per_row(ctx)  # predictions counted instead
     oob = oob_seconds(ctx) if "oob" in methods else 0.0
     shap = "shap" in methods and shap_seconds_per_row(ctx, "auto") > 0
-    if perm_row <= 0 and not shap and oob <= 0:
+    if perm_row <= 0 and perm_fixed <= 0 and not shap and oob <= 0:
         return 0.0, min(int(max_rows), len(ctx.X))
     held = len(split_rows(ctx)[1][0])
 
     def cost(m: int) -> float:
-        perm = perm_fixed + perm_row * min(m, held) if perm_row > 0 else 0.0
+        perm = perm_fixed + perm_row * min(m, held)
         return oob + perm + (sample_cost(ctx, "auto", m, None)[0] if shap else 0.0)
 
     fits = 0  # 0: even the fewest rows (50) take longer

@@ -14,8 +14,9 @@ from tests.views._app import load_demo, open_page
 @pytest.fixture
 def slow(monkeypatch):
     monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 0.001)  # 1,000 rows/s
-    # one permutation repeat of 10 features: each held-out row predicted 11 times at 1,000 rows/s
-    monkeypatch.setattr(imp_state, "permutation_line", lambda ctx, scoring=None: (0.0, 11 * 0.001))
+    # permutation of 10 features: each held-out row predicted 10 x repeats + 1 times at 1,000 rows/s
+    monkeypatch.setattr(imp_state, "permutation_line",
+                        lambda ctx, scoring=None, n_repeats=1: (0.0, (10 * n_repeats + 1) * 0.001))
     monkeypatch.setattr(imp_state, "oob_seconds", lambda ctx: 0.0)
     monkeypatch.setattr(costs, "shap_seconds_per_row", lambda ctx, method, output="auto": 0.01)
     monkeypatch.setattr(costs, "shap_fixed_seconds", lambda ctx, method, output="auto": 0.0)

@@ -23,18 +23,20 @@ def fresh_cache(monkeypatch):
     return cache
 
 
-def test_permutation_line_from_two_probes(monkeypatch, fresh_cache):
-    """permutation_importance costs 0.2 s + 0.003 s per row on the fake clock: the probe finds
-    that line, and the estimate scales it to the repeats (each row copied p x repeats + 1 times)."""
+def test_permutation_line_from_three_probes(monkeypatch, fresh_cache):
+    """permutation_importance costs 0.2 s a call plus, for each of its p x repeats + 1 copies,
+    0.001 s and 0.0002 s per row on the fake clock: the three probes find those parts, and the
+    estimate of five repeats counts 5p + 1 copies."""
     import explainers.importance as imp
 
     ctx = demo_context("diabetes_forest")
+    p = ctx.X.shape[1]
     clock, calls = _Clock(), []
     real = imp.permutation_importance
 
     def permutation_importance(model, X, y, **kw):
         calls.append((len(X), kw["n_repeats"]))
-        clock.now += 0.2 + 0.003 * len(X)
+        clock.now += 0.2 + (p * kw["n_repeats"] + 1) * (0.001 + 0.0002 * len(X))
         return real(model, X, y, **kw)
 
     monkeypatch.setattr(imp, "permutation_importance", permutation_importance)
@@ -43,15 +45,16 @@ def test_permutation_line_from_two_probes(monkeypatch, fresh_cache):
     fixed, per_row = imp_state.permutation_line(ctx)
     held = len(imp_state.split_rows(ctx)[1][0])  # every held-out row has a target here
     small, big = imp_state.PERM_PROBE_ROWS[0], min(held, imp_state.PERM_PROBE_ROWS[1])
-    assert calls == [(small, 1)] * 3 + [(big, 1)] * 2  # a warm-up, then the best of two of each size
-    assert fixed == pytest.approx(0.2) and per_row == pytest.approx(0.003)
-    assert imp_state.permutation_line(ctx) == (fixed, per_row) and len(calls) == 5  # cached
+    # a warm-up, then the best of two of each probe
+    assert calls == [(small, 1)] * 3 + [(big, 1)] * 2 + [(small, imp_state.PERM_PROBE_REPEATS)] * 2
+    assert fixed == pytest.approx(0.2 + (p + 1) * 0.001) and per_row == pytest.approx((p + 1) * 0.0002)
+    assert imp_state.permutation_line(ctx, n_repeats=5) == pytest.approx((0.2 + (5 * p + 1) * 0.001,
+                                                                          (5 * p + 1) * 0.0002))
+    assert len(calls) == 7  # measured once
 
-    p = ctx.X.shape[1]
     cost, fits = imp_state.importance_cost(ctx, ["permutation"], 5, 1000)
-    row = 0.003 * (5 * p + 1) / (p + 1)
-    assert cost == pytest.approx(0.2 + row * min(1000, held))
-    assert fits == 1000 or 0.2 + row * min(fits + 50, held) > costs.SLOW_VIEW_S
+    assert cost == pytest.approx(0.2 + (5 * p + 1) * (0.001 + 0.0002 * min(1000, held)))
+    assert fits == 1000 or 0.2 + (5 * p + 1) * (0.001 + 0.0002 * min(fits + 50, held)) > costs.SLOW_VIEW_S
 
 
 def test_oob_probe_times_four_trees_and_counts_the_rest(monkeypatch, fresh_cache):
@@ -93,11 +96,12 @@ def test_default_rows_fit_in_three_seconds(monkeypatch, fresh_cache):
     ctx = demo_context("diabetes_forest")
     held = len(imp_state.split_rows(ctx)[1][0])
     monkeypatch.setattr(imp_state, "oob_seconds", lambda ctx: 0.0)
-    for fixed, per_row, want in [(0.0, 1e-6, 1000), (0.5, 0.002, None), (5.0, 0.0, 50)]:
-        monkeypatch.setattr(imp_state, "permutation_line", lambda ctx, scoring=None, line=(fixed, per_row): line)
+    p = ctx.X.shape[1]
+    for parts, want in [((0.0, 0.0, 1e-8), 1000), ((0.5, 0.001, 0.0002), None), ((5.0, 0.0, 0.0), 50)]:
+        monkeypatch.setattr(imp_state, "_permutation_costs", lambda ctx, scoring, parts=parts: parts)
         got = imp_state.default_importance_rows(ctx, ["permutation"])
         if want is None:  # the most rows (in steps of 50) whose 5 repeats fit in 3 s
-            p = ctx.X.shape[1]
-            row = per_row * (5 * p + 1) / (p + 1)
-            want = max(m for m in range(50, 1001, 50) if fixed + row * min(m, held) <= costs.START_VIEW_S)
+            c0, a, b = parts
+            want = max(m for m in range(50, 1001, 50)
+                       if c0 + (5 * p + 1) * (a + b * min(m, held)) <= costs.START_VIEW_S)
         assert got == want

@@ -145,3 +145,28 @@ def test_a_cheap_exact_or_kernel_game_gets_the_line(monkeypatch, method, two_row
     cost, _ = costs.sample_cost(ctx, method, 442, "raw")
     fixed, per_row = line
     assert cost == pytest.approx(costs.blocks_seconds(442, costs.first_block(False, fixed, per_row), fixed, per_row))
+
+
+def test_an_out_of_reach_probability_game_costs_the_log_odds_the_page_explains(monkeypatch):
+    """Where the probability game is out of reach (its probes raise: (0, 0)), the page explains the
+    log-odds instead (breast_cancer_hgb: HistGradientBoosting's margin), so the estimate is theirs."""
+    ctx = demo_context("breast_cancer_hgb")
+    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    monkeypatch.setattr(costs, "_probe_seconds", lambda ctx, method, output: 0.0)
+    lines = {"proba": (0.0, 0.0), "auto": (0.1, 0.002)}
+    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: lines[output])
+    assert costs.shap_cost_line(ctx, "tree", "proba") == (0.1, 0.002)
+    assert costs.shap_fixed_seconds(ctx, "tree", "proba") == 0.1
+    assert costs.shap_seconds_per_row(ctx, "tree", "proba") == 0.002
+    assert costs.sample_cost(ctx, "tree", 500, "proba")[0] > 0
+
+
+def test_rows_that_cost_nothing_more_still_pay_each_call(ctx, monkeypatch):
+    """A line whose rows cost nothing measurable (its 32-row probe no slower than its 4-row one)
+    still costs its fixed part once per block the worker takes."""
+    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: (0.03, 0.0))
+    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    cost, fits = costs.sample_cost(ctx, "tree", 442, "raw")
+    first = costs.first_block(costs.shap_is_fast(ctx, "tree", "raw"), 0.03, 0.0)
+    assert cost == pytest.approx(costs.blocks_seconds(442, first, 0.03, 0.0)) and cost >= 0.03
+    assert fits == 442
