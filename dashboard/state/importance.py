@@ -286,7 +286,7 @@ def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int,
     rows), out-of-bag permutation by :func:`oob_seconds` (it does not depend on the rows), mean
     |SHAP| by the SHAP sample's estimate (blocks included). MDI and the libraries' own
     importances cost nothing here."""
-    from .costs import SLOW_VIEW_S, predict_seconds_per_row, sample_cost, shap_seconds_per_row
+    from .costs import SLOW_VIEW_S, predict_seconds_per_row, sample_cost, shap_fixed_seconds, shap_seconds_per_row
 
     budget = SLOW_VIEW_S if budget is None else float(budget)
     perm_fixed = perm_row = 0.0
@@ -296,7 +296,7 @@ def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int,
         if perm_row <= 0 and perm_fixed <= 0:  # the probe could not run (too few rows of a class)
             perm_row = (int(n_repeats) * p + 1) * predict_seconds_per_row(ctx)  # predictions counted instead
     oob = oob_seconds(ctx) if "oob" in methods else 0.0
-    shap = "shap" in methods and shap_seconds_per_row(ctx, "auto") > 0
+    shap = "shap" in methods and (shap_seconds_per_row(ctx, "auto") > 0 or shap_fixed_seconds(ctx, "auto") > 0)
     if perm_row <= 0 and perm_fixed <= 0 and not shap and oob <= 0:
         return 0.0, min(int(max_rows), len(ctx.X))
     held = len(split_rows(ctx)[1][0])
