@@ -94,7 +94,7 @@ def shap_cost_line(ctx: ModelContext, method: str, output: str | None = None) ->
     if _by_kind_fast(ctx, method, output) is True:
         return 0.0, 0.0
     if _on_line(ctx, method, output):
-        line = _tree_line(ctx, method, output)
+        line = _shap_line(ctx, method, output)
     else:
         line = 0.0, _probe_seconds(ctx, method, output)
     if line == (0.0, 0.0) and output == "proba":
@@ -144,7 +144,8 @@ def default_shap_rows(ctx: ModelContext, method: str, output: str | None = None)
     return int(min(FAST_ROWS, max(10, (START_VIEW_S - fixed) / per_row // 10 * 10)))
 
 
-def _tree_line(ctx: ModelContext, method: str, output: str) -> tuple[float, float]:
+def _shap_line(ctx: ModelContext, method: str, output: str) -> tuple[float, float]:
+    """(fixed seconds, seconds per row) of SHAP by this method and output, from :func:`probe_line`."""
     def run(rows):
         from explainers.shap import explain
 

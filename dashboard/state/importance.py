@@ -189,10 +189,10 @@ def permutation_line(ctx: ModelContext, scoring: str | None = None, n_repeats: i
     """(fixed seconds, seconds per held-out row) of holdout permutation with ``n_repeats``
     repeats, measured on the computation itself (stacked copies, predict, scoring): after a
     warm-up, the best of two runs of one repeat on each of PERM_PROBE_ROWS rows and of
-    PERM_PROBE_REPEATS repeats on the fewer rows. Each repeat scores every feature's copy, and each copy costs
-    something whatever its rows (its score, its slice of the predict): a call costs
-    ``c0 + copies x (a + b x rows)`` with ``copies = features x repeats + 1``, and the three
-    probes give c0, a and b. (0, 0) where it cannot run."""
+    PERM_PROBE_REPEATS repeats on the fewer rows. Each repeat scores every feature's copy,
+    and each copy costs something whatever its rows (its score, its slice of the predict): a
+    call costs ``c0 + copies x (a + b x rows)`` with ``copies = features x repeats + 1``, and
+    the three probes give c0, a and b. (0, 0) where it cannot run."""
     c0, a, b = _permutation_costs(ctx, permutation_scoring(ctx) if scoring is None else scoring)
     copies = int(n_repeats) * ctx.X.shape[1] + 1
     return c0 + copies * a, copies * b
@@ -234,7 +234,8 @@ def _permutation_costs(ctx: ModelContext, scoring: str) -> tuple[float, float, f
         if big <= small:
             return 0.0, 0.0, t_small / max(1, small) / (p + 1)
         b = max(0.0, (t_big - t_small) / (big - small)) / (p + 1)
-        a = max(0.0, (t_more - t_small) / ((PERM_PROBE_REPEATS - 1) * p) - b * small)  # the copies more repeats add
+        # the (PERM_PROBE_REPEATS - 1) x p copies the extra repeats add, less their rows
+        a = max(0.0, (t_more - t_small) / ((PERM_PROBE_REPEATS - 1) * p) - b * small)
         return max(0.0, t_small - (p + 1) * (a + b * small)), a, b
 
     key = ("perm_costs", ctx.model_key, ctx.data_key, scoring, target_output(ctx))

@@ -53,7 +53,7 @@ def test_tree_line_from_two_probes(ctx, counted):
 
 
 def test_a_slow_tree_model_starts_with_three_seconds_of_rows(ctx, monkeypatch):
-    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: (0.5, 0.02))
+    monkeypatch.setattr(costs, "_shap_line", lambda ctx, method, output: (0.5, 0.02))
     monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
     assert not costs.shap_is_fast(ctx, "tree", "raw")  # 0.5 + 1,000 x 0.02 = 20.5 s
     assert costs.default_shap_rows(ctx, "tree", "raw") == 120  # (3 - 0.5) / 0.02 = 125, in steps of 10
@@ -122,7 +122,7 @@ def test_a_boosting_models_probability_game_gets_the_line_where_its_probes_are_c
     ctx = demo_context("breast_cancer_xgb")
     monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
     monkeypatch.setattr(costs, "_probe_seconds", lambda ctx, method, output: two_row_s)
-    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: (0.02, 0.004))
+    monkeypatch.setattr(costs, "_shap_line", lambda ctx, method, output: (0.02, 0.004))
     assert (73 * two_row_s <= costs.LINE_PROBE_BUDGET_S) == on_line
     line = costs.shap_cost_line(ctx, "tree", "proba")
     assert line == ((0.02, 0.004) if on_line else (0.0, two_row_s))
@@ -138,7 +138,7 @@ def test_a_cheap_exact_or_kernel_game_gets_the_line(monkeypatch, method, two_row
     ctx = demo_context("diabetes_linear")
     monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
     monkeypatch.setattr(costs, "_probe_seconds", lambda ctx, method, output: two_row_s)
-    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: (0.3, 0.0025))
+    monkeypatch.setattr(costs, "_shap_line", lambda ctx, method, output: (0.3, 0.0025))
     line = costs.shap_cost_line(ctx, method, "raw")
     assert line == ((0.3, 0.0025) if on_line else (0.0, two_row_s))
     assert not costs.shap_is_fast(ctx, method, "raw")
@@ -154,7 +154,7 @@ def test_an_out_of_reach_probability_game_costs_the_log_odds_the_page_explains(m
     monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
     monkeypatch.setattr(costs, "_probe_seconds", lambda ctx, method, output: 0.0)
     lines = {"proba": (0.0, 0.0), "auto": (0.1, 0.002)}
-    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: lines[output])
+    monkeypatch.setattr(costs, "_shap_line", lambda ctx, method, output: lines[output])
     assert costs.shap_cost_line(ctx, "tree", "proba") == (0.1, 0.002)
     assert costs.shap_fixed_seconds(ctx, "tree", "proba") == 0.1
     assert costs.shap_seconds_per_row(ctx, "tree", "proba") == 0.002
@@ -164,7 +164,7 @@ def test_an_out_of_reach_probability_game_costs_the_log_odds_the_page_explains(m
 def test_rows_that_cost_nothing_more_still_pay_each_call(ctx, monkeypatch):
     """A line whose rows cost nothing measurable (its 32-row probe no slower than its 4-row one)
     still costs its fixed part once per block the worker takes."""
-    monkeypatch.setattr(costs, "_tree_line", lambda ctx, method, output: (0.03, 0.0))
+    monkeypatch.setattr(costs, "_shap_line", lambda ctx, method, output: (0.03, 0.0))
     monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
     cost, fits = costs.sample_cost(ctx, "tree", 442, "raw")
     first = costs.first_block(costs.shap_is_fast(ctx, "tree", "raw"), 0.03, 0.0)
