@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..trees.walks import prefix_sums, walk_block
+from ..trees.mask_walk import walk_trees
+from ..trees.walks import prefix_sums
 
 __all__ = ["pd2_points_kernel"]
 
@@ -44,11 +45,12 @@ def _output(cell, base, scale, tcode, col):
 @njit(parallel=True, cache=True, nogil=True)
 def pd2_points_kernel(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots,
                       base, scale, tcode, col, max_depth, block, p1, p2,
-                      sums):  # pragma: no cover - compiled
+                      sums, plan):  # pragma: no cover - compiled
     """Sum over the rows of ``Xw`` of one output at grid points ``(p1[q], p2[q])``.
 
     ``sums`` has shape (n_blocks, n_points); block ``b`` (rows ``b*block`` to
-    ``(b+1)*block``) adds its rows' outputs into ``sums[b]``.
+    ``(b+1)*block``) adds its rows' outputs into ``sums[b]``. ``plan``: the mask walk's
+    (:func:`explainers.trees.mask_walk.walk_plan`), or none (the group walk).
     """
     n = Xw.shape[0]
     R = value.shape[1]
@@ -60,8 +62,8 @@ def pd2_points_kernel(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, 
         stop = min(n, start + block)
         m = stop - start
         D = np.zeros((G1, G2, R, m))
-        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
-                   roots, depth, D, True)
+        walk_trees(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
+                   roots, np.arange(roots.shape[0]), depth, D, True, plan)
         prefix_sums(D)
         acc = sums[blk]
         cell = np.empty(R)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..trees.walks import prefix_sum, prefix_sums, walk_block
+from ..trees.mask_walk import walk_trees
+from ..trees.walks import prefix_sum, prefix_sums
 
 __all__ = ["ice_tree_kernel", "pd_sum_kernel", "recursion_kernel"]
 
@@ -24,7 +25,7 @@ _TILE = 16
 @njit(parallel=True, cache=True, nogil=True)
 def ice_tree_kernel(
     Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots,
-    base, scale, tcode, max_depth, block, parts, out, mean,
+    base, scale, tcode, max_depth, block, parts, out, mean, plan,
 ):  # pragma: no cover - compiled
     """Exact ICE of every row of ``Xw`` over a G1 x G2 grid, or (``mean``) its sum per block.
 
@@ -43,13 +44,13 @@ def ice_tree_kernel(
     depth = max_depth + 2
     n_blocks = (n + block - 1) // block
     Ds = _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
-                       roots, depth, block, parts, True)
+                       roots, depth, block, parts, True, plan)
     if parts > 1:  # fewer blocks than threads: each block's outputs are made by all threads
         for blk in range(n_blocks):
             start = blk * block
             stop = min(n, start + block)
             D = _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start,
-                              cat_bits, value, roots, depth, Ds, blk, parts)
+                              cat_bits, value, roots, depth, Ds, blk, parts, plan)
             for ab in prange(G1 * G2):
                 a = ab // G2
                 b = ab % G2
@@ -64,7 +65,7 @@ def ice_tree_kernel(
         stop = min(n, start + block)
         m = stop - start
         D = _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start,
-                          cat_bits, value, roots, depth, Ds, blk, parts)
+                          cat_bits, value, roots, depth, Ds, blk, parts, plan)
         if mean:
             for a in range(G1):
                 for b in range(G2):
@@ -80,7 +81,7 @@ def ice_tree_kernel(
 
 @njit(parallel=True, cache=True, nogil=True)
 def _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots, depth,
-                  block, parts, per_row):  # pragma: no cover - compiled
+                  block, parts, per_row, plan):  # pragma: no cover - compiled
     """The walk's sums of each block of rows over each part of the trees, in parallel:
     shape (n_blocks * parts, G1, G2, R, block or 1); job ``blk * parts + part``. Nothing
     (an empty array) for one part: each block is then walked where it is used."""
@@ -95,22 +96,22 @@ def _walked_parts(Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_
         part = job % parts
         start = blk * block
         stop = min(n, start + block)
-        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
-                   roots[part::parts], depth, Ds[job], per_row)
+        walk_trees(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
+                   roots, np.arange(roots.shape[0])[part::parts], depth, Ds[job], per_row, plan)
     return Ds
 
 
 @njit(cache=True, nogil=True)
 def _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
-                  roots, depth, Ds, blk, parts):  # pragma: no cover - compiled
+                  roots, depth, Ds, blk, parts, plan):  # pragma: no cover - compiled
     """Block ``blk``'s per-row tree sums (G1, G2, R, rows) after the prefix sums: its parts
     of :func:`_walked_parts` added, or (one part) its rows walked down every tree here."""
     if parts > 1:
         D = _added_parts(Ds, blk, parts)
     else:
         D = np.zeros((G1, G2, value.shape[1], stop - start))
-        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
-                   value, roots, depth, D, True)
+        walk_trees(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                   value, roots, np.arange(roots.shape[0]), depth, D, True, plan)
     prefix_sums(D)
     return D
 
@@ -179,7 +180,7 @@ def _transform_into(Dab, i, base, scale, tcode, o):  # pragma: no cover - compil
 @njit(parallel=True, cache=True, nogil=True)
 def pd_sum_kernel(
     Xw, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value, roots, max_depth, block,
-    parts, sums,
+    parts, sums, plan,
 ):  # pragma: no cover - compiled
     """Sum over the rows of ``Xw`` of the unscaled tree sums at every grid point.
 
@@ -198,8 +199,8 @@ def pd_sum_kernel(
         start = blk * block
         stop = min(n, start + block)
         D = sums[job]
-        walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
-                   value, roots[part::parts], depth, D, False)
+        walk_trees(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                   value, roots, np.arange(roots.shape[0])[part::parts], depth, D, False, plan)
         prefix_sums(D)
 
 

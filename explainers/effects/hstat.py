@@ -304,6 +304,7 @@ class _Tree:
             return self._select(avg)[pj, pk] if avg.shape[-1] > 1 else avg[pj, pk, 0]
         from ._hstat_kernels import pd2_points_kernel
         from ..trees import TRANSFORMS
+        from ..trees.mask_walk import walk_plan
         from ..trees.walks import rules_of, split_positions
 
         ens = self.ens
@@ -315,6 +316,7 @@ class _Tree:
         pos1 = split_positions(ens.feature, ens.threshold, j, g1)
         pos2 = split_positions(ens.feature, ens.threshold, k, g2)
         G1, G2 = len(g1), len(g2)
+        plan = walk_plan(ens, j, k, pos1, pos2, G1, G2)
         block = int(max(1, min(64, _ROW_CELLS // (G1 * G2 * self.R))))
         n_blocks = -(-self.n // block)
         sums = np.zeros((n_blocks, len(pj)))
@@ -323,7 +325,7 @@ class _Tree:
                               ens.missing_go_left, *rules_of(ens), ens.value, ens.roots, ens.base, ens.scale,
                               TRANSFORMS.index(self.transform), self.col, ens.max_depth, block,
                               np.ascontiguousarray(pj, np.int64),
-                              np.ascontiguousarray(pk, np.int64), sums)
+                              np.ascontiguousarray(pk, np.int64), sums, plan)
         return sums.sum(axis=0) / self.n
 
 

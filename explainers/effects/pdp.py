@@ -202,6 +202,7 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
     a time (:func:`~explainers.trees.walks.grid_slices`); a plain one in one walk.
     """
     from ..trees.inputs import grid_codes
+    from ..trees.mask_walk import walk_plan
     from ..trees.walks import grid_slices, rules_of
     from ._tree_kernels import ice_tree_kernel, pd_sum_kernel
     from ..trees import TRANSFORMS
@@ -220,15 +221,15 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
     cat_start, cat_bits = rules_of(ens)
     if not keep_ice and transform == "identity":
         # the average of base + scale * tree sums is base + scale * their row average
-        block = ice_block_rows(n, 1, _TREE_SUM_BLOCK_ROWS)
-        parts = tree_parts(n, block, len(ens.roots))
         total = np.zeros((G1, G2, ens.n_raw))
         for pos1, g1, part1 in slices1:
             for pos2, g2, part2 in slices2:
+                plan = walk_plan(ens, f1, f2, pos1, pos2, g1, g2)
+                block, parts = walk_layout(n, 1, len(ens.roots), plan[0], _TREE_SUM_BLOCK_ROWS)
                 sums = np.zeros((-(-n // block) * parts, g1, g2, ens.n_raw, 1))
                 with _KERNEL_LOCK:
                     pd_sum_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
-                                  cat_bits, ens.value, ens.roots, ens.max_depth, block, parts, sums)
+                                  cat_bits, ens.value, ens.roots, ens.max_depth, block, parts, sums, plan)
                 total[part1, part2] = sums.sum(axis=0)[..., 0]
         return None, ens.base + ens.scale * (total / n)
 
@@ -238,11 +239,12 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
         for pos1, g1, part1 in slices1:
             for pos2, g2, part2 in slices2:
                 sub = out if whole else np.empty((n, g1, g2, K))
-                block = ice_block_rows(n, g1 * g2 * ens.n_raw)
+                plan = walk_plan(ens, f1, f2, pos1, pos2, g1, g2)
+                block, parts = walk_layout(n, g1 * g2 * ens.n_raw, len(ens.roots), plan[0])
                 with _KERNEL_LOCK:
                     ice_tree_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
                                     cat_bits, ens.value, ens.roots, ens.base, ens.scale, tcode, ens.max_depth,
-                                    block, tree_parts(n, block, len(ens.roots)), sub, False)
+                                    block, parts, sub, False, plan)
                 if not whole:
                     out[:, part1, part2] = sub
         return out, out.mean(axis=0)
@@ -250,12 +252,13 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
     total = np.zeros((G1, G2, K))
     for pos1, g1, part1 in slices1:
         for pos2, g2, part2 in slices2:
-            block = ice_block_rows(n, g1 * g2 * ens.n_raw)
+            plan = walk_plan(ens, f1, f2, pos1, pos2, g1, g2)
+            block, parts = walk_layout(n, g1 * g2 * ens.n_raw, len(ens.roots), plan[0])
             sums = np.zeros((-(-n // block), g1, g2, K))
             with _KERNEL_LOCK:
                 ice_tree_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
                                 cat_bits, ens.value, ens.roots, ens.base, ens.scale, tcode, ens.max_depth, block,
-                                tree_parts(n, block, len(ens.roots)), sums, True)
+                                parts, sums, True, plan)
             total[part1, part2] = sums.sum(axis=0)
     return None, total / n
 
@@ -276,6 +279,28 @@ def ice_block_rows(n: int, values_per_row: int, bounds=None) -> int:
     if n <= cap:  # one block: the threads share its trees instead (tree_parts)
         return int(max(lo, n))
     return balanced_block_rows(n, lo, cap)
+
+
+def walk_layout(n: int, values_per_row: int, n_trees: int, mask: bool, bounds=None) -> tuple[int, int]:
+    """Rows per block and tree parts per block of a tree PD walk over ``n`` rows.
+
+    The group walk (``mask`` False) keeps a few thousand rows in one block and shares its trees
+    among the threads (:func:`tree_parts`): on fewer rows a group is split less often. The mask
+    walk's passes run over every row of a block alike, so its rows are dealt to the threads
+    instead (one part): no per-part sums to add, and each block's outputs are made where it
+    was walked.
+
+    >>> import numba; numba.set_num_threads(2)
+    >>> walk_layout(1000, 150, 600, False), walk_layout(1000, 150, 600, True)
+    ((1000, 2), (500, 1))
+    """
+    from ..trees.walks import balanced_block_rows
+
+    if not mask:
+        block = ice_block_rows(n, values_per_row, bounds)
+        return block, tree_parts(n, block, n_trees)
+    lo, hi, values = _TREE_BLOCK_ROWS if bounds is None else bounds
+    return balanced_block_rows(n, lo, max(lo, min(hi, values // max(1, values_per_row)))), 1
 
 
 def tree_parts(n: int, block: int, n_trees: int) -> int:

@@ -1,0 +1,250 @@
+"""The bit-mask walk of tree PD (explainers.trees.mask_walk) against the group walk and brute force.
+
+The mask walk must add the same leaves, in the same order, as the group walk: the kernels'
+sums are compared bit for bit on every block; the partial dependence (ICE, averages, one
+and two features, every transform) against brute force and against the group walk forced
+by hand. Where the walk does not apply (a tree of more than 64 reachable leaves, a rule on
+another feature) the plan says so and the group walk runs.
+"""
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_friedman1
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestRegressor
+
+import explainers.effects.pdp as pdp_module
+import explainers.trees.mask_walk as mask_walk
+from explainers.interactions import h_statistic
+from explainers.pdp import partial_dependence
+from explainers.trees import flatten_model
+from explainers.trees.inputs import grid_codes
+from explainers.trees.walks import grid_slices, rules_of
+
+TOL = dict(rtol=0, atol=1e-10)
+
+
+def _data(n=300, seed=0):
+    X, y = make_friedman1(n, n_features=6, random_state=seed)
+    X = X.copy()
+    X[::7, 2] = np.nan  # NaN in a non-target column: each split's missing direction
+    X[::11, 4] = np.nan
+    return pd.DataFrame(X, columns=[f"f{i}" for i in range(6)]), y
+
+
+@pytest.fixture(scope="module")
+def fits():
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _data()
+    y3 = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    y2 = (y > np.median(y)).astype(int)
+    out = {
+        "xgb_reg": xgb.XGBRegressor(n_estimators=30, max_depth=6, n_jobs=1).fit(X, y),
+        # XGBoost's default: missing values learned per split, both directions occur
+        "xgb_3class": xgb.XGBClassifier(n_estimators=15, max_depth=5, n_jobs=1).fit(X, y3),
+        "lgb_bin": lgb.LGBMClassifier(n_estimators=20, num_leaves=63, min_child_samples=3, verbose=-1,
+                                      n_jobs=1).fit(X, y2),
+        "lgb_pois": lgb.LGBMRegressor(n_estimators=20, num_leaves=15, objective="poisson", verbose=-1,
+                                      n_jobs=1).fit(X, y),
+        "rf_small": RandomForestRegressor(8, max_leaf_nodes=40, random_state=0).fit(X.fillna(0), y),
+    }
+    return X, out
+
+
+def _group_walk_only(monkeypatch):
+    monkeypatch.setattr(mask_walk, "walk_plan", lambda *a, **k: mask_walk.no_plan())
+
+
+def _plan_of(model, X, f1, f2=-1, grid=None):
+    ens = flatten_model(model)
+    Xw = ens.prepare_inputs(X)
+    g1 = np.linspace(np.nanmin(Xw[:, f1]), np.nanmax(Xw[:, f1]), 9) if grid is None else grid
+    (pos1, G1, _), = grid_slices(ens, f1, grid_codes(ens, f1, g1))
+    if f2 >= 0:
+        g2 = np.linspace(np.nanmin(Xw[:, f2]), np.nanmax(Xw[:, f2]), 5)
+        (pos2, G2, _), = grid_slices(ens, f2, grid_codes(ens, f2, g2))
+    else:
+        pos2, G2 = np.zeros(len(ens.feature), np.int64), 1
+    return ens, Xw, pos1, pos2, G1, G2, mask_walk.walk_plan(ens, f1, f2, pos1, pos2, G1, G2)
+
+
+@pytest.mark.parametrize("name", ["xgb_reg", "xgb_3class", "lgb_bin", "lgb_pois", "rf_small"])
+@pytest.mark.parametrize("f1,f2", [(0, -1), (2, -1), (1, 3), (4, 0)])
+def test_kernel_sums_equal_the_group_walk_bit_for_bit(fits, name, f1, f2):
+    """Every block's per-row sums and summed rows are those of the group walk, exactly."""
+    X, models = fits
+    ens, Xw, pos1, pos2, G1, G2, plan = _plan_of(models[name], X, f1, f2)
+    assert plan[0], "these trees have at most 64 reachable leaves and no rules: the mask walk applies"
+    nodes, thr = ens.packed_nodes
+    cs, cb = rules_of(ens)
+    T = len(ens.roots)
+    for start, stop in [(0, len(Xw)), (5, 6), (17, 130)]:
+        for per_row in (True, False):
+            for trees in (np.arange(T), np.arange(T)[1::3]):
+                got, want = [np.zeros((G1, G2, ens.n_raw, stop - start if per_row else 1)) for _ in range(2)]
+                args = (Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, cs, cb,
+                        ens.value, ens.roots, trees, ens.max_depth + 2)
+                mask_walk.walk_trees(*args, got, per_row, plan)
+                mask_walk.walk_trees(*args, want, per_row, mask_walk.no_plan())
+                np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["xgb_reg", "xgb_3class", "lgb_bin", "lgb_pois", "rf_small"])
+@pytest.mark.parametrize("feats", [["f0"], ["f2"], ["f1", "f3"]])
+def test_partial_dependence_equals_brute_and_the_group_walk(fits, name, feats, monkeypatch):
+    X, models = fits
+    model = models[name]
+    Xm = X.fillna(0) if name == "rf_small" else X
+    used = []
+    real = mask_walk.walk_plan
+    monkeypatch.setattr(mask_walk, "walk_plan", lambda *a: used.append(real(*a)[0]) or real(*a))
+    t = partial_dependence(model, Xm, feats, grid_resolution=8, method="tree", kind="both")
+    a = partial_dependence(model, Xm, feats, grid_resolution=8, method="tree", kind="average")
+    assert used and all(used)  # the mask walk ran
+    b = partial_dependence(model, Xm, feats, grid_resolution=8, method="brute", kind="both")
+    np.testing.assert_allclose(t.individual, b.individual, **TOL)
+    np.testing.assert_allclose(t.average, b.average, **TOL)
+    np.testing.assert_allclose(a.average, b.average, **TOL)
+    _group_walk_only(monkeypatch)
+    g = partial_dependence(model, Xm, feats, grid_resolution=8, method="tree", kind="both")
+    # the same sums per block (test above); the blocks and tree parts differ, so the last bit may
+    np.testing.assert_allclose(t.individual, g.individual, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("block,parts", [(7, 1), (1, 1), (300, 2), (64, 3), (1000, 5)])
+def test_any_blocks_and_tree_parts_give_the_same_numbers(fits, block, parts, monkeypatch):
+    X, models = fits
+    model = models["xgb_3class"]
+    b = partial_dependence(model, X, ["f0", "f2"], grid_resolution=6, method="brute")
+    monkeypatch.setattr(pdp_module, "walk_layout", lambda *a, **k: (block, parts))
+    t = partial_dependence(model, X, ["f0", "f2"], grid_resolution=6, method="tree")
+    a = partial_dependence(model, X, ["f0"], grid_resolution=6, method="tree", kind="average")
+    ref = partial_dependence(model, X, ["f0"], grid_resolution=6, method="brute", kind="average")
+    np.testing.assert_allclose(t.individual, b.individual, **TOL)
+    np.testing.assert_allclose(a.average, ref.average, **TOL)
+
+
+def test_walk_layout_deals_rows_to_threads_for_the_mask_walk():
+    import numba
+
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(2)
+        assert pdp_module.walk_layout(1000, 150, 600, True) == (500, 1)
+        assert pdp_module.walk_layout(1000, 150, 600, False) == (1000, 2)  # the group walk shares trees
+        block, parts = pdp_module.walk_layout(10_000, 150, 600, True)
+        assert parts == 1 and (-(-10_000 // block)) % 2 == 0
+    finally:
+        numba.set_num_threads(before)
+
+
+def test_plan_refuses_trees_with_more_than_64_reachable_leaves(fits):
+    X, _ = fits
+    _, y = _data()
+    deep = RandomForestRegressor(3, random_state=0).fit(X.fillna(0), y)  # hundreds of leaves a tree
+    ens, *_, plan = _plan_of(deep, X.fillna(0), 0)
+    assert not plan[0]
+    # a grid cut down to one point keeps the leaves one value reaches: still too many here
+    t = partial_dependence(deep, X.fillna(0), ["f0"], grid_resolution=6, method="tree")
+    b = partial_dependence(deep, X.fillna(0), ["f0"], grid_resolution=6, method="brute")
+    np.testing.assert_allclose(t.individual, b.individual, **TOL)
+
+
+def test_plan_refuses_a_rule_on_another_feature_but_takes_one_on_the_target():
+    rng = np.random.default_rng(0)
+    n = 400
+    X = pd.DataFrame({"colour": pd.Categorical(rng.choice(list("abcd"), n)), "x": rng.normal(size=n),
+                      "z": rng.normal(size=n)})
+    y = ((X["colour"].isin(["a", "c"])) ^ (X["x"] > 0)).astype(int)
+    model = HistGradientBoostingClassifier(max_iter=10, max_leaf_nodes=15, categorical_features="from_dtype",
+                                           random_state=0).fit(X, y)
+    ens = flatten_model(model)
+    assert ens.has_rules
+    # target x: the categorical splits on colour are not for masks -> the group walk
+    *_, plan = _plan_of(model, X, 1)
+    assert not plan[0]
+    # target colour: its rules are the grid's own (one walk per category), the rest plain
+    used = []
+    real = mask_walk.walk_plan
+    try:
+        mask_walk.walk_plan = lambda *a: used.append(real(*a)[0]) or real(*a)
+        t = partial_dependence(model, X, ["colour"], method="tree")
+    finally:
+        mask_walk.walk_plan = real
+    assert used and all(used)
+    b = partial_dependence(model, X, ["colour"], method="brute")
+    np.testing.assert_allclose(t.individual, b.individual, **TOL)
+
+
+def test_leaf_boxes_and_masks_of_a_small_tree():
+    """A split on the target at the root and one split on x1 below each side: the plan by hand."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]] * 5)
+    tree = DecisionTreeRegressor(max_depth=2).fit(X, 2 * X[:, 0] + X[:, 1])
+    ens = flatten_model(tree)
+    root = int(ens.roots[0])
+    assert ens.feature[root] == 0
+    grid = np.array([0.0, 0.25, 1.0])  # the split at 0.5 on x0: two grid points go left
+    pos1 = grid_slices(ens, 0, grid_codes(ens, 0, grid))[0][0]
+    ok, node_start, q_node, keep_right, keep_left, leaf_start, leaf_node, leaf_box = mask_walk.walk_plan(
+        ens, 0, -1, pos1, np.zeros(len(ens.feature), np.int64), 3, 1)
+    assert ok
+    assert list(leaf_start) == [0, 4] and list(node_start) == [0, 2]
+    # leaves left to right: x0 <= 0.5 holds grid points 0 and 1, x0 > 0.5 the last one
+    np.testing.assert_array_equal(leaf_box, [[0, 2, 0, 1], [0, 2, 0, 1], [2, 3, 0, 1], [2, 3, 0, 1]])
+    lc, rc = ens.left[root], ens.right[root]
+    np.testing.assert_array_equal(leaf_node, [ens.left[lc], ens.right[lc], ens.left[rc], ens.right[rc]])
+    masks = {int(q): (int(r), int(left)) for q, r, left in zip(q_node, keep_right, keep_left)}
+    # going right clears the left leaf of its side, going left the right one
+    assert masks == {int(lc): (0b1110, 0b1101), int(rc): (0b1011, 0b0111)}
+
+
+def test_h_statistic_of_a_probability_model_is_unchanged_by_the_walk(fits, monkeypatch):
+    """The H statistic's points kernel (a nonlinear transform) walks by masks too: same values."""
+    X, models = fits
+    model = models["xgb_3class"]
+    rows = X.iloc[:80].fillna(0)  # no NaN: the pairs take the points kernel
+    import explainers.effects._hstat_kernels as kernels
+
+    calls = []
+    real_kernel = kernels.pd2_points_kernel
+    monkeypatch.setattr(kernels, "pd2_points_kernel", lambda *a: calls.append(a[-1][0]) or real_kernel(*a))
+    h = h_statistic(model, rows, pairs=[("f0", "f1"), ("f1", "f3")], class_index=2)
+    assert calls and all(calls)  # the points kernel ran, by masks
+    _group_walk_only(monkeypatch)
+    g = h_statistic(model, rows, pairs=[("f0", "f1"), ("f1", "f3")], class_index=2)
+    assert len(calls) > 1 and not any(calls[len(calls) // 2:])
+    assert h.method == g.method == "tree"
+    np.testing.assert_allclose(h.h2, g.h2, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(h.overall_h2, g.overall_h2, rtol=1e-12, atol=1e-12)
+    assert np.all(h.h2 > 0)
+
+
+def test_nested_splits_on_the_target_keep_the_range_they_do_not_cut(tmp_path):
+    """A CatBoost tree splits every node of a level alike, so a path can split the target twice
+    with the second threshold outside the range the first left (x0 > 0.94, then x0 <= 0.47): the
+    whole range goes right there and keeps its lower end (0.94's), not the second split's."""
+    catboost = pytest.importorskip("catboost")
+    from explainers.trees.catboost import read_catboost
+
+    X, y = make_friedman1(300, n_features=5, random_state=0)
+    model = catboost.CatBoostRegressor(iterations=30, depth=4, verbose=False, random_seed=0,
+                                       thread_count=1).fit(X, y)
+    model.save_model(str(tmp_path / "m.json"), format="json")
+    ours = read_catboost((tmp_path / "m.json").read_bytes(), name="m.json")
+    ens, Xw, pos1, pos2, G1, G2, plan = _plan_of(ours, X, 0, grid=np.linspace(0, 1, 41))
+    assert plan[0]
+    box = plan[7]
+    assert np.all((0 <= box[:, 0]) & (box[:, 0] < box[:, 1]) & (box[:, 1] <= G1))  # no box empty
+    nodes, thr = ens.packed_nodes
+    cs, cb = rules_of(ens)
+    got, want = np.zeros((G1, 1, 1, len(X))), np.zeros((G1, 1, 1, len(X)))
+    args = (Xw, 0, len(X), 0, -1, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, cs, cb, ens.value,
+            ens.roots, np.arange(len(ens.roots)), ens.max_depth + 2)
+    mask_walk.walk_trees(*args, got, True, plan)
+    mask_walk.walk_trees(*args, want, True, mask_walk.no_plan())
+    np.testing.assert_array_equal(got, want)
+    t = partial_dependence(ours, X, [0], grid_resolution=41, method="tree")
+    b = partial_dependence(ours, X, [0], grid_resolution=41, method="brute")
+    np.testing.assert_allclose(t.individual, b.individual, **TOL)
