@@ -50,8 +50,8 @@ def _bits(a, b):  # pragma: no cover - compiled
 def mask_plan(nodes, cat_start, roots, f1, f2, pos1, pos2, G1, G2):  # pragma: no cover - compiled
     """The masks and leaf rectangles of every tree, or ``ok = False`` where a tree does not fit.
 
-    Returns ``(ok, node_start, n_feature, n_threshold_index, n_keep_right, n_keep_left,
-    leaf_start, leaf_node, leaf_box)``: tree t's splits on other features are entries
+    Returns ``(ok, node_start, q_node, keep_right, keep_left, leaf_start, leaf_node,
+    leaf_box)``: tree t's splits on other features are entries
     ``node_start[t]:node_start[t + 1]`` (their node, and the masks a row keeps when it goes
     right or left), its reachable leaves entries ``leaf_start[t]:leaf_start[t + 1]`` in the
     group walk's order (node and ``lo1, hi1, lo2, hi2``).
