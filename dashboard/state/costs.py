@@ -87,12 +87,11 @@ def shap_seconds_per_row(ctx: ModelContext, method: str, output: str | None = No
 
 def shap_cost_line(ctx: ModelContext, method: str, output: str | None = None) -> tuple[float, float]:
     """(seconds a call costs whatever its rows, seconds per row) of SHAP with this method and
-    output: (0, 0) for the linear method; on the line two probes (tree SHAP: the fixed part is
-    the leaf tables each call builds); else the per-row time of a small probe. Where the
-    probability game is out of reach, the cost of the log-odds the page explains instead."""
+    output: on the line through two probes (tree SHAP: the fixed part is the leaf tables each
+    call builds; the linear method, fast by kind, whose milliseconds are mostly a call's own);
+    else the per-row time of a small probe. Where the probability game is out of reach, the
+    cost of the log-odds the page explains instead."""
     output = _output(ctx, method, output)
-    if _by_kind_fast(ctx, method, output) is True:
-        return 0.0, 0.0
     if _on_line(ctx, method, output):
         line = _shap_line(ctx, method, output)
     else:
@@ -112,15 +111,15 @@ LINE_PROBE_BUDGET_S = 1.5
 
 def _on_line(ctx: ModelContext, method: str, output: str) -> bool:
     """Whether this SHAP's cost is the line (fixed + per row through two probes), not a per-row
-    probe: tree SHAP; a boosting model's probability game, exact and kernel SHAP where the
+    probe: tree and linear SHAP; a boosting model's probability game, exact and kernel SHAP where the
     two-row probe finds the line's probes cheap (their cost per row can be large; on a cheap
     one the two-row figure carries the call's fixed cost: 3x the measured time on a 200-tree
     XGBoost's probabilities, 2.5x for kernel SHAP on the diabetes ridge model)."""
     from .outputs import _margin_is_native
 
     by_kind = _by_kind_fast(ctx, method, output)
-    if by_kind is True:
-        return False
+    if by_kind is True:  # linear: cheap to probe, and a call's fixed cost is most of its time
+        return True
     if by_kind is None and not (output == "proba" and _margin_is_native(ctx)):
         return True
     rows = 1 + 2 * sum(TREE_PROBE_ROWS)

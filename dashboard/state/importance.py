@@ -356,10 +356,29 @@ def importances(ctx: ModelContext, methods: list[str], n_repeats: int, max_rows:
 EVIDENCE_ROWS = 50_000
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def comparison(model_key: str, data_key: str, labels: tuple, _results: list, _X):
+def comparison(model_key: str, data_key: str, labels: tuple, results: list, X):
     """The importances side by side with where they disagree and why; the data's evidence
-    read from a seeded sample of EVIDENCE_ROWS rows of a larger table."""
+    read from a seeded sample of EVIDENCE_ROWS rows of a larger table. Cached per model, data
+    and the results' own numbers (other rows, repeats or scoring give other results: the
+    comparison of the ones on the page, never of an earlier setting's)."""
+    return _comparison(model_key, data_key, tuple(labels), results_digest(results), results, X)
+
+
+def results_digest(results) -> str:
+    """A fingerprint of importance results: their methods, features and every number."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for r in results:
+        h.update(repr((r.label, r.method, list(r.feature_names))).encode())
+        for arr in (r.importances, r.std, r.raw):
+            if arr is not None:
+                h.update(np.ascontiguousarray(np.asarray(arr, dtype=np.float64)).tobytes())
+    return h.hexdigest()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _comparison(model_key: str, data_key: str, labels: tuple, digest: str, _results: list, _X):
     from explainers.importance import compare_importances
 
     return compare_importances(_results, X=evidence_rows(_X))

@@ -94,12 +94,14 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
     """(estimated seconds, rows that fit in ``budget``: SLOW_VIEW_S, about 10 s) of the page's computation.
 
     The page computes SHAP interaction values whichever measure it shows (the table has
-    both) and Friedman's H of the heatmap's pairs. Exact SHAP interactions predict every
-    coalition of every row over the background; tree SHAP interactions follow a line
-    measured on two probes (:func:`tree_interaction_line`); brute-force H predicts each
-    row once per distinct value of each feature and per distinct value pair of each pair
-    (counted on the sample itself, so a column of few values costs what it costs); H by
-    the tree walk follows a power of the rows measured on two probes (:func:`h_walk_seconds`).
+    both) and Friedman's H of the heatmap's pairs. SHAP interactions follow a line measured on
+    two probes (:func:`tree_interaction_line`, :func:`exact_interaction_line`; exact ones whose
+    probes would be slow: every coalition of every row over the background, predicted);
+    brute-force H predicts each row once per distinct value of each feature and per distinct
+    value pair of each pair (counted on the sample itself, so a column of few values costs what
+    it costs), at the seconds per prediction of two probes where they are cheap
+    (:func:`h_brute_line`), else the predict's; H by the tree walk follows the rows on two probes
+    (:func:`h_walk_seconds`).
     """
     from .costs import SLOW_VIEW_S, predict_seconds_per_row
 
@@ -107,17 +109,22 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
     method, _ = interaction_method(ctx)
     brute_h = not _h_by_tree_walk(ctx)
     exact, tree = method == "exact", method == "tree"
-    fixed, tree_row = tree_interaction_line(ctx) if tree else (0.0, 0.0)
     per_pred = predict_seconds_per_row(ctx) if (brute_h or exact) else 0.0
-    per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * per_pred if exact else 0.0
+    fixed, per_row = (0.0, 0.0)
+    if tree:
+        fixed, per_row = tree_interaction_line(ctx)
+    elif exact:
+        fixed, per_row = exact_interaction_line(ctx) or (0.0, 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X))
+                                                         * per_pred)
     h_overall_too = len(ctx.X.columns) > k and (measure != SHAP_MEASURE or method is None)
+    h_fixed, h_per_pred = (h_brute_line(ctx, h_overall_too, k) or (0.0, per_pred)) if brute_h else (0.0, 0.0)
 
     def cost(n: int) -> float:
         n_h = h_rows_used(ctx, n)
-        h = (h_predictions(ctx, n_h, h_overall_too, k) * per_pred if brute_h
+        h = (h_fixed + h_predictions(ctx, n_h, h_overall_too, k) * h_per_pred if brute_h
              else h_walk_seconds(ctx, n_h, h_overall_too, k))
         shap_rows = shap_rows_used(ctx, method, n) if (exact or tree) else 0
-        return h + per_row * shap_rows + ((fixed + tree_row * shap_rows) if tree else 0.0)
+        return h + ((fixed + per_row * shap_rows) if shap_rows else 0.0)
 
     # the most rows whose cost fits the budget (the cost grows with the rows: nested samples)
     lo, hi = 2, max(2, min(int(n_rows), len(ctx.X)))
@@ -153,16 +160,61 @@ def h_walk_seconds(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FE
     when the features are ranked by it. The line through two probes (its slope at least 0):
     much of the walk's time does not grow with the rows (the grids are bounded by the trees'
     thresholds; each feature and pair costs a walk of every tree)."""
+    t1, t2, n1, n2, _, _ = _h_probes(ctx, overall_too, k)
+    slope = max(0.0, (t2 - t1) / (n2 - n1)) if n2 > n1 else 0.0
+    return float(max(t2, 0.0) + slope * max(0, n - n2))
+
+
+def h_brute_line(ctx: ModelContext, overall_too: bool, k: int = MAX_FEATURES) -> tuple[float, float] | None:
+    """(fixed seconds, seconds per prediction) of brute-force H, from the two probes of the tree
+    walk's line with their predictions counted, where the model's predict makes them cheap (at
+    most LINE_PROBE_BUDGET_S); else None (the predictions times the predict's seconds per row).
+    On a fast model the predict's own seconds miss most of H's time (frames built per feature
+    and pair: 0.3x of the measured time on the diabetes ridge model)."""
+    from .costs import LINE_PROBE_BUDGET_S, predict_seconds_per_row
+
+    rows = sample_rows(ctx, H_PROBE_ROWS[1])
+    feats = _h_probe_features(rows, k)
+    if 2 * brute_probe_predictions(rows, feats, overall_too) * predict_seconds_per_row(ctx) > LINE_PROBE_BUDGET_S:
+        return None
+    t1, t2, _, _, p1, p2 = _h_probes(ctx, overall_too, k, count=True)
+    if p2 <= p1:
+        return None
+    per_pred = max(0.0, (t2 - t1) / (p2 - p1))
+    return max(0.0, t1 - per_pred * p1), per_pred
+
+
+def brute_probe_predictions(rows, feats: list[str], overall_too: bool) -> int:
+    """Predictions brute-force H makes on ``rows`` for the pairs of ``feats`` (and, with
+    ``overall_too``, every feature's overall H)."""
+    from explainers.effects.hstat import brute_force_predictions
+
+    cols = [str(c) for c in rows.columns]
+    count = brute_force_predictions(rows, feats)
+    if overall_too:
+        count += brute_force_predictions(rows, cols, pairs=[(cols[0], cols[1])])
+    return int(count)
+
+
+def _h_probe_features(rows, k: int) -> list[str]:
+    cols = [str(c) for c in rows.columns]
+    distinct = rows.nunique(dropna=False).to_numpy()
+    return cols if len(cols) <= k else [cols[i] for i in np.argsort(-distinct, kind="stable")[:k]]
+
+
+def _h_probes(ctx: ModelContext, overall_too: bool, k: int, count: bool = False):
+    """(t1, t2, n1, n2, p1, p2): seconds of H on the first H_PROBE_ROWS[0] rows of a seeded sample
+    and on all H_PROBE_ROWS[1] of them (after a 4-row warm-up: kernels load), and, with ``count``,
+    the predictions brute force makes on each (else 0), cached."""
     from .warmup import wait_for_warmup
 
-    def probe() -> tuple[float, float, int, int]:
+    def probe():
         from explainers.interactions import h_statistic
 
         wait_for_warmup()
         rows = sample_rows(ctx, H_PROBE_ROWS[1])
         cols = [str(c) for c in rows.columns]
-        distinct = rows.nunique(dropna=False).to_numpy()
-        feats = cols if len(cols) <= k else [cols[i] for i in np.argsort(-distinct, kind="stable")[:k]]
+        feats = _h_probe_features(rows, k)
         model, ci = effects_model(ctx), h_class(ctx)
 
         def took(m: int) -> float:
@@ -176,14 +228,35 @@ def h_walk_seconds(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FE
         try:
             n1, n2 = min(H_PROBE_ROWS[0], len(rows)), len(rows)
             took(min(4, len(rows)))  # kernels load
-            return took(n1), took(n2), n1, n2
+            t1, t2 = took(n1), took(n2)
         except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
-            return 0.0, 0.0, 1, 1
+            return 0.0, 0.0, 1, 1, 0, 0
+        if not count:
+            return t1, t2, n1, n2, 0, 0
+        return (t1, t2, n1, n2, brute_probe_predictions(rows.iloc[:n1], feats, overall_too),
+                brute_probe_predictions(rows, feats, overall_too))
 
-    t1, t2, n1, n2 = result_cache().get_or_compute(("ia_h_walk_line", ctx.model_key, ctx.data_key, bool(overall_too),
-                                                    int(k), scale_key(ctx)), probe)
-    slope = max(0.0, (t2 - t1) / (n2 - n1)) if n2 > n1 else 0.0
-    return float(max(t2, 0.0) + slope * max(0, n - n2))
+    return result_cache().get_or_compute(("ia_h_line", ctx.model_key, ctx.data_key, bool(overall_too), int(k),
+                                          bool(count), scale_key(ctx)), probe)
+
+
+def exact_interaction_line(ctx: ModelContext) -> tuple[float, float] | None:
+    """(fixed seconds, seconds per row) of exact SHAP interaction values from two probes, where the
+    probes' rows of every coalition over the background are cheap by the model's predict (at most
+    LINE_PROBE_BUDGET_S); else None (the coalitions times the predict's seconds per row, which on
+    a fast model miss the game's own work: 0.2x of the measured time on the diabetes ridge model)."""
+    from .costs import LINE_PROBE_BUDGET_S, TREE_PROBE_ROWS, predict_seconds_per_row, probe_line
+
+    per_row = 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * predict_seconds_per_row(ctx)
+    if per_row * (1 + 2 * sum(TREE_PROBE_ROWS)) > LINE_PROBE_BUDGET_S:
+        return None
+
+    def run(rows):
+        from explainers.shap import ExactShap
+
+        ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND)).interactions(rows)
+
+    return probe_line(ctx, ("interactions_exact_line", ctx.model_key, ctx.data_key), run)
 
 
 def tree_interaction_line(ctx: ModelContext) -> tuple[float, float]:

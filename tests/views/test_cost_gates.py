@@ -11,6 +11,15 @@ imp_state = importlib.import_module("dashboard.state.importance")  # the package
 from tests.views._app import load_demo, open_page
 
 
+@pytest.fixture(autouse=True)
+def own_results(monkeypatch):
+    """A result cache of this module's own: what a page computes here under a faked model speed
+    (a start of 50 rows, a sample's size) must not be found by a later test of the real one."""
+    from dashboard.state import cache
+
+    monkeypatch.setattr(cache, "_RESULTS", cache.ResultCache())
+
+
 @pytest.fixture
 def slow(monkeypatch):
     monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 0.001)  # 1,000 rows/s

@@ -58,6 +58,36 @@ def test_forest_shows_three_methods_with_oracle_values(demo_cards):
     assert any(b.label == "Download the table (CSV)" for b in at.get("download_button"))
 
 
+def test_the_bars_follow_the_rows_used():
+    """Fewer rows give other permutation results: the bars (the comparison) are those results',
+    never the comparison of the earlier setting's (it was cached by model and labels only)."""
+    from dashboard.state.context import demo_context
+    from dashboard.state.importance import importance
+
+    at = _page("diabetes_forest")
+
+    def holdout():
+        bars = _figures(at)[0]
+        i = [t["name"] for t in bars["data"]].index("Holdout permutation (R²)")
+        return dict(zip(array(bars["data"][i]["y"]), array(bars["data"][i]["x"]).astype(float)))
+
+    def shares(res):
+        clipped = np.clip(res.importances, 0, None)
+        return dict(zip(res.feature_names, clipped / clipped.sum()))
+
+    ctx = demo_context("diabetes_forest")
+    before = holdout()
+    rows = at.number_input(key="imp_rows").value
+    at.number_input(key="imp_rows").set_value(50).run()
+    assert not at.exception
+    after = holdout()
+    want_before, want_after = shares(importance(ctx, "permutation", 5, rows)), shares(importance(ctx, "permutation", 5, 50))
+    assert max(abs(want_before[f] - want_after[f]) for f in want_after) > 1e-3  # the setting matters here
+    for f in want_after:
+        assert before[f] == pytest.approx(want_before[f], rel=1e-9, abs=1e-12)
+        assert after[f] == pytest.approx(want_after[f], rel=1e-9, abs=1e-12)
+
+
 def test_linear_model_says_why_methods_are_missing():
     at = _page("diabetes_linear")
     captions = " ".join(c.value for c in at.caption)

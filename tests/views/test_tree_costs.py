@@ -65,8 +65,19 @@ def test_a_slow_tree_model_starts_with_three_seconds_of_rows(ctx, monkeypatch):
     assert fits == 470  # (10 - 0.5) / 0.02 = 475, in steps of 10
     # auto on a tree model is tree SHAP, measured the same way
     assert not costs.shap_is_fast(ctx, "auto", "raw")
-    # linear is known by kind: no probe
-    assert costs.shap_cost_line(ctx, "linear", "raw") == (0.0, 0.0)
+
+
+def test_linear_shap_is_fast_by_kind_and_costs_its_line(counted):
+    """Linear SHAP is fast without a probe; its estimate is the line (a call's own fixed cost is
+    most of its milliseconds: counted as free, 0 against 10-25 ms measured)."""
+    ctx = demo_context("diabetes_linear")
+    assert costs.shap_is_fast(ctx, "linear", "raw") and counted == []  # known by kind: no probe
+    assert costs.default_shap_rows(ctx, "linear", "raw") == costs.FAST_ROWS and counted == []
+    fixed, per_row = costs.shap_cost_line(ctx, "linear", "raw")
+    assert counted == [1, 4, 4, 32, 32]
+    assert fixed == pytest.approx(0.25) and per_row == pytest.approx(0.004)
+    cost, _ = costs.sample_cost(ctx, "linear", 442, "raw")
+    assert cost == pytest.approx(costs.blocks_seconds(442, costs.FIRST_FAST_BLOCK, 0.25, 0.004))
 
 
 def test_blocks_follow_the_worker_policy():
@@ -105,8 +116,8 @@ class _Probe:
         return self.value
 
 
-@pytest.mark.parametrize("probe, want", [((1.0, 3.0, 20, 60), 3.0 + 2.0 / 40 * 240),  # the line on
-                                         ((3.9, 3.5, 20, 60), 3.5)])  # a walk whose rows cost nothing: flat
+@pytest.mark.parametrize("probe, want", [((1.0, 3.0, 20, 60, 0, 0), 3.0 + 2.0 / 40 * 240),  # the line on
+                                         ((3.9, 3.5, 20, 60, 0, 0), 3.5)])  # a walk whose rows cost nothing: flat
 def test_h_walk_follows_the_line_through_two_probes(ctx, monkeypatch, probe, want):
     from dashboard.state import interactions as ia
 
@@ -170,3 +181,30 @@ def test_rows_that_cost_nothing_more_still_pay_each_call(ctx, monkeypatch):
     first = costs.first_block(costs.shap_is_fast(ctx, "tree", "raw"), 0.03, 0.0)
     assert cost == pytest.approx(costs.blocks_seconds(442, first, 0.03, 0.0)) and cost >= 0.03
     assert fits == 442
+
+
+def test_exact_interactions_and_brute_h_of_a_fast_model_follow_their_probes(monkeypatch):
+    """A fast model's exact SHAP interactions and brute-force H cost more than their predictions
+    (the game's and the frames' own work): where the probes are cheap, a line through them."""
+    from dashboard.state import interactions as ia
+
+    ctx = demo_context("diabetes_linear")
+    assert ia.interaction_method(ctx)[0] == "exact" and not ia._h_by_tree_walk(ctx)
+    lines = []
+    monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 1e-8)  # 73 rows x 1,024 x 30: 22 ms
+    monkeypatch.setattr(costs, "probe_line", lambda ctx, key, run: lines.append(key[0]) or (0.2, 0.003))
+    # H's probes: 0.5 s on 20 rows (1,000 predictions), 0.9 s on 60 (5,000): 1e-4 s a prediction + 0.4 s
+    monkeypatch.setattr(ia, "_h_probes", lambda ctx, overall_too, k, count=False: (0.5, 0.9, 20, 60, 1000, 5000))
+    assert ia.exact_interaction_line(ctx) == (0.2, 0.003) and lines == ["interactions_exact_line"]
+    fixed, per_pred = ia.h_brute_line(ctx, False)
+    assert fixed == pytest.approx(0.4) and per_pred == pytest.approx(1e-4)
+    n = 200
+    want = (0.2 + 0.003 * ia.shap_rows_used(ctx, "exact", n)
+            + 0.4 + 1e-4 * ia.h_predictions(ctx, ia.h_rows_used(ctx, n), False))
+    assert ia.interaction_cost(ctx, ia.SHAP_MEASURE, n)[0] == pytest.approx(want)
+    # a slow predict: no probes of the games (they would take long), the predictions counted
+    monkeypatch.setattr(costs, "predict_seconds_per_row", lambda ctx: 1e-3)
+    assert ia.exact_interaction_line(ctx) is None and ia.h_brute_line(ctx, False) is None
+    want = (ia.shap_rows_used(ctx, "exact", n) * 1024 * 30 * 1e-3
+            + 1e-3 * ia.h_predictions(ctx, ia.h_rows_used(ctx, n), False))
+    assert ia.interaction_cost(ctx, ia.SHAP_MEASURE, n)[0] == pytest.approx(want)
