@@ -197,10 +197,18 @@ with d2:
     except Exception as exc:
         widgets.show_error(exc)
 numeric = all(ctx.X[c].dtype.kind in "biuf" for c in (f1, f2))
+ale_all = False
 with d3:
     if numeric:
+        if state.ale_sampled(ctx):  # a large table: the ALE starts from a sample, every row on request
+            ale_all = st.toggle(f"ALE on every row ({len(ctx.X):,})",
+                                help=f"The ALE starts from a seeded sample of {state.ale_rows(ctx):,} rows; every "
+                                     "row predicts each one at its cell's four corners (several seconds per million "
+                                     "rows). A Stop (top right) ends the wait.",
+                                **state.bind("ia_ale_all", False, options=(True, False)))
         try:
-            ale_fig = figures.ale2d_figure(state.ale(ctx, (f1, f2), 10), class_index=ci,
+            notice = widgets.Working(f"Second-order ALE on every one of the {len(ctx.X):,} rows…") if ale_all else None
+            ale_fig = figures.ale2d_figure(state.ale(ctx, (f1, f2), 10, ale_all, notice), class_index=ci,
                                            reference=figures.pd_range(pair_pd, ci) if pair_pd is not None else None)
             ale_fig.update_layout(title_text="Second-order ALE (the interaction alone)")
             st.plotly_chart(ale_fig, key="interactions_ale")
@@ -213,4 +221,4 @@ st.caption("Left: each dot is a row; its height is the pair's SHAP interaction (
            "features add together beyond their separate effects), its colour the partner's value. Middle: "
            "the 2D partial dependence (both effects and their interaction). Right: the second-order ALE, the "
            "interaction alone, from changes within the data's own cells."
-           + (f" {state.ale_caption(ctx)}" if state.ale_caption(ctx) else ""))
+           + (f" {state.ale_caption(ctx, ale_all)}" if numeric and state.ale_caption(ctx, ale_all) else ""))

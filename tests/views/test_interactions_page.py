@@ -239,3 +239,41 @@ def test_report_includes_interactions_when_ticked():
     assert not at.exception, at.exception
     assert "**Feature interactions**" in preview(), preview()
     assert not [i.value for i in at.info if "interactions" in i.value.lower()]
+
+
+def test_second_order_ale_on_every_row_when_asked(demo_cards, monkeypatch):
+    """Above ALE_MAX_ROWS the pair's second-order ALE starts from the seeded sample and the page
+    offers every row (issue #31): with the toggle on, the heatmap is the ALE of the whole table
+    (computed in a worker thread) and the caption says so; within the sample size, no toggle."""
+    from dashboard.state import effects
+    from explainers.ale import ale
+
+    at = _open("housing_gb")
+    assert not [t for t in at.toggle if t.label.startswith("ALE on every row")]
+    monkeypatch.setattr(effects, "ALE_MAX_ROWS", 300)
+    at = _open("housing_gb")
+    at.selectbox(key="ia_f1").set_value("median_income").run()
+    at.selectbox(key="ia_f2").set_value("house_age").run()
+    ctx = state.demo_context("housing_gb")
+
+    def cells(res):
+        f = np.asarray(res.effect, dtype=float)
+        return ((f[:-1, :-1] + f[:-1, 1:] + f[1:, :-1] + f[1:, 1:]) / 4).T
+
+    def shown():
+        heat = [t for g in figures(at) for t in g["data"] if t.get("name") == "interaction (2nd-order ALE)"]
+        assert len(heat) == 1
+        return array(heat[0]["z"]).astype(float)
+
+    sample = effects.ale(ctx, ("median_income", "house_age"), 10)
+    assert int(sample.counts.sum()) <= 300
+    np.testing.assert_allclose(shown(), cells(sample), rtol=0, atol=1e-12)
+    assert any("seeded sample of 300 of the" in c.value for c in at.caption)
+    toggle = [t for t in at.toggle if t.label.startswith("ALE on every row")]
+    assert len(toggle) == 1 and toggle[0].value is False
+    toggle[0].set_value(True).run()
+    assert not at.exception
+    want = effects.scale_named(ale(effects.effects_model(ctx), ctx.X, ["median_income", "house_age"], n_bins=10), ctx)
+    assert int(want.counts.sum()) == len(ctx.X) > 300
+    np.testing.assert_allclose(shown(), cells(want), rtol=0, atol=1e-12)
+    assert any(f"ALE on every one of the {len(ctx.X):,} rows" in c.value for c in at.caption)

@@ -208,3 +208,25 @@ def test_exact_interactions_and_brute_h_of_a_fast_model_follow_their_probes(monk
     want = (ia.shap_rows_used(ctx, "exact", n) * 1024 * 30 * 1e-3
             + 1e-3 * ia.h_predictions(ctx, ia.h_rows_used(ctx, n), False))
     assert ia.interaction_cost(ctx, ia.SHAP_MEASURE, n)[0] == pytest.approx(want)
+
+
+def test_rows_that_cost_less_than_the_noise_get_a_larger_probe(ctx, monkeypatch):
+    """A slope read from 4 and 32 rows a few microseconds apart is noise (0 on a busy machine):
+    the larger probe grows fourfold, up to the data's rows, until its rows add PROBE_SPREAD_S."""
+    import explainers.shap as shap_mod
+
+    clock, calls = _Clock(), []
+    real = shap_mod.explain
+
+    def explain(model, X, **kw):
+        calls.append(len(X))
+        clock.now += 0.25 + 1e-5 * len(X)
+        return real(model, X, **kw)
+
+    monkeypatch.setattr(shap_mod, "explain", explain)
+    monkeypatch.setattr(costs, "time", clock)
+    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    fixed, per_row = costs.shap_cost_line(ctx, "tree", "raw")
+    # 28 rows add 0.28 ms, 124 rows 1.24 ms: below 10 ms; all 442 rows of the demo: the last probe
+    assert calls == [1, 4, 4, 32, 32, 128, 128, 442, 442]
+    assert fixed == pytest.approx(0.25) and per_row == pytest.approx(1e-5)
