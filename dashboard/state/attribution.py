@@ -56,6 +56,13 @@ def _reach(ctx: ModelContext, method: str) -> dict:
     return result_cache().get_or_compute(("proba_reach", ctx.model_key, ctx.data_key, method), dict)
 
 
+def note_sample_out_of_reach(ctx: ModelContext, method: str, exc: BaseException) -> None:
+    """A cost probe's rows (part of every sample) found the probability game out of reach: the
+    samples of the global views are explained on log-odds from the start (the one-row views
+    still try the probabilities: a row of their own may be within reach)."""
+    _reach(ctx, method).setdefault("sample_note", _out_of_reach_note(exc))
+
+
 def shap_setting(ctx: ModelContext, method: str) -> tuple[str, str | None]:
     """(explain's output, a note or None) for the SHAP views of this model, method and Scale."""
     output, note = shap_output(ctx, method, len(background(ctx)))
@@ -169,6 +176,8 @@ def explain_sample(ctx: ModelContext, n_rows: int, method: str, progress=None):
     from explainers.errors import OutOfReachError
 
     output, note = shap_setting(ctx, method)
+    if output == "proba" and _reach(ctx, method).get("sample_note"):  # a cost probe's rows: out of reach
+        output, note = log_odds_output(ctx), _reach(ctx, method)["sample_note"]
     try:
         return _noted(_explain_sample(ctx, n_rows, method, output, progress), note)
     except OutOfReachError as exc:

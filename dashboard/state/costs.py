@@ -152,7 +152,8 @@ def _shap_line(ctx: ModelContext, method: str, output: str) -> tuple[float, floa
     def run(rows):
         from explainers.shap import explain
 
-        explain(ctx.model, rows, background=background(ctx), method=method, output=output)
+        with _noting_out_of_reach(ctx, method):
+            explain(ctx.model, rows, background=background(ctx), method=method, output=output)
 
     return probe_line(ctx, ("shap_line", ctx.model_key, ctx.data_key, method, output), run)
 
@@ -194,6 +195,27 @@ def probe_line(ctx: ModelContext, key: tuple, run) -> tuple[float, float]:
     return tuple(result_cache().get_or_compute(key, probe))
 
 
+class _noting_out_of_reach:
+    """Around a cost probe: a probability game out of reach on the probe's rows is out of reach on
+    every sample that holds them (the samples are nested), so the global views go to log-odds at
+    once instead of paying for the failed attempt first (:func:`attribution.sample_note`)."""
+
+    def __init__(self, ctx: ModelContext, method: str):
+        self.ctx, self.method = ctx, method
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        from explainers.errors import OutOfReachError
+
+        if isinstance(exc, OutOfReachError):
+            from .attribution import note_sample_out_of_reach
+
+            note_sample_out_of_reach(self.ctx, self.method, exc)
+        return False
+
+
 def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:
     """Seconds per row of SHAP by this method and output: a one-row call first (kernels load,
     a first call pays once), then COST_PROBE_ROWS rows timed."""
@@ -204,9 +226,10 @@ def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:
         rows = sample_rows(ctx, COST_PROBE_ROWS)
         bg = background(ctx)
         try:
-            explain(ctx.model, rows.iloc[:1], background=bg, method=method, output=output)
-            t0 = time.perf_counter()
-            explain(ctx.model, rows, background=bg, method=method, output=output)
+            with _noting_out_of_reach(ctx, method):
+                explain(ctx.model, rows.iloc[:1], background=bg, method=method, output=output)
+                t0 = time.perf_counter()
+                explain(ctx.model, rows, background=bg, method=method, output=output)
         except ExplainerError:  # out of reach on this scale: the page falls back, and says so
             return 0.0
         return (time.perf_counter() - t0) / max(1, len(rows))

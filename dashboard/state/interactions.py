@@ -150,8 +150,10 @@ def default_rows(ctx: ModelContext, k: int = MAX_FEATURES) -> tuple[int, int]:
     return int(start), int(full)
 
 
-#: rows of the two probes of H by the tree walk
+#: rows of the two probes of H by the tree walk (the larger grows: :func:`_h_probes`)
 H_PROBE_ROWS = (20, 60)
+#: a probe of H quicker than this runs twice, the faster run counting
+QUICK_PROBE_S = 0.2
 
 
 def h_walk_seconds(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FEATURES) -> float:
@@ -204,8 +206,10 @@ def _h_probe_features(rows, k: int) -> list[str]:
 
 def _h_probes(ctx: ModelContext, overall_too: bool, k: int, count: bool = False):
     """(t1, t2, n1, n2, p1, p2): seconds of H on the first H_PROBE_ROWS[0] rows of a seeded sample
-    and on all H_PROBE_ROWS[1] of them (after a 4-row warm-up: kernels load), and, with ``count``,
-    the predictions brute force makes on each (else 0), cached."""
+    and on all H_PROBE_ROWS[1] of them (after a 4-row warm-up: kernels load; without ``count``,
+    the tree walk's probes, the larger grows fourfold up to H_ROWS while within PROBE_SPREAD_S of
+    the smaller), and, with ``count``, the predictions brute force makes on each (else 0), cached."""
+    from .costs import PROBE_SPREAD_S
     from .warmup import wait_for_warmup
 
     def probe():
@@ -217,18 +221,27 @@ def _h_probes(ctx: ModelContext, overall_too: bool, k: int, count: bool = False)
         feats = _h_probe_features(rows, k)
         model, ci = effects_model(ctx), h_class(ctx)
 
-        def took(m: int) -> float:
+        def once(part) -> float:
             t0 = time.perf_counter()
-            h_statistic(model, rows.iloc[:m], features=feats, sample=None, class_index=ci)
+            h_statistic(model, part, features=feats, sample=None, class_index=ci)
             if overall_too:
-                h_statistic(model, rows.iloc[:m], pairs=[(cols[0], cols[1])], features=cols, sample=None,
-                            class_index=ci)
+                h_statistic(model, part, pairs=[(cols[0], cols[1])], features=cols, sample=None, class_index=ci)
             return time.perf_counter() - t0
 
+        def took(part) -> float:  # a quick run twice, the faster (a shared machine only slows a run)
+            t = once(part)
+            return min(t, once(part)) if t < QUICK_PROBE_S else t
+
         try:
-            n1, n2 = min(H_PROBE_ROWS[0], len(rows)), len(rows)
-            took(min(4, len(rows)))  # kernels load
-            t1, t2 = took(n1), took(n2)
+            n1 = min(H_PROBE_ROWS[0], len(rows))
+            once(rows.iloc[:min(4, len(rows))])  # kernels load
+            t1, t2 = took(rows.iloc[:n1]), took(rows)
+            # the walk's rows cost little against its grids: more rows until their cost shows (else
+            # a few milliseconds of noise over 40 rows made a slope that tripled 500 rows' estimate)
+            while not count and t2 - t1 < PROBE_SPREAD_S and len(rows) < min(len(ctx.X), H_ROWS):
+                rows = sample_rows(ctx, min(len(ctx.X), H_ROWS, 4 * len(rows)))
+                t2 = took(rows)
+            n2 = len(rows)
         except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
             return 0.0, 0.0, 1, 1, 0, 0
         if not count:

@@ -230,3 +230,59 @@ def test_rows_that_cost_less_than_the_noise_get_a_larger_probe(ctx, monkeypatch)
     # 28 rows add 0.28 ms, 124 rows 1.24 ms: below 10 ms; all 442 rows of the demo: the last probe
     assert calls == [1, 4, 4, 32, 32, 128, 128, 442, 442]
     assert fixed == pytest.approx(0.25) and per_row == pytest.approx(1e-5)
+
+
+def test_h_walk_probes_grow_until_the_rows_cost_shows(ctx, monkeypatch):
+    """H by the tree walk costs little per row: the larger probe grows fourfold up to H_ROWS while
+    its rows add less than PROBE_SPREAD_S (noise), each quick probe the faster of two runs."""
+    import explainers.interactions as ei
+    from dashboard.state import interactions as ia
+
+    clock, calls = _Clock(), []
+
+    def h_statistic(model, X, **kw):
+        calls.append(len(X))
+        clock.now += 0.05 + 2e-5 * len(X)
+        return None
+
+    monkeypatch.setattr(ei, "h_statistic", h_statistic)
+    monkeypatch.setattr(ia, "time", clock)
+    monkeypatch.setattr(ia, "result_cache", lambda cache=ResultCache(): cache)
+    t1, t2, n1, n2, _, _ = ia._h_probes(ctx, False, 12)
+    # 40 more rows add 0.8 ms, 220 more 4.4 ms; the demo's H_ROWS (300): its rows are the last probe
+    assert calls == [4, 20, 20, 60, 60, 240, 240, 300, 300]
+    assert (n1, n2) == (20, 300)
+    assert ia.h_walk_seconds(ctx, 300, False) == pytest.approx(0.05 + 2e-5 * 300)
+
+
+def test_a_probe_that_finds_the_probability_game_out_of_reach_spares_the_sample_its_attempt(monkeypatch):
+    """The probe's rows are part of every sample: where their probability game is out of reach the
+    global view explains the sample on log-odds at once (it paid for a failed attempt first: the
+    estimate, which counts the log-odds, was 0.41x), and says why; a single row still tries."""
+    import explainers.shap as shap_mod
+    from dashboard.state import attribution
+    from dashboard.state.rows import background, sample_rows
+    from explainers.errors import OutOfReachError
+
+    ctx = demo_context("breast_cancer_hgb")
+    monkeypatch.setattr(costs, "result_cache", lambda cache=ResultCache(): cache)
+    monkeypatch.setattr(attribution, "result_cache", costs.result_cache)
+    outputs = []
+    real = shap_mod.explain
+
+    def explain(model, X, **kw):
+        outputs.append(kw.get("output"))
+        return real(model, X, **kw)
+
+    monkeypatch.setattr(shap_mod, "explain", explain)
+    output, _ = attribution.shap_setting(ctx, "tree")
+    assert output == "proba"
+    with pytest.raises(OutOfReachError):
+        real(ctx.model, sample_rows(ctx, 32), background=background(ctx), method="tree", output="proba")
+    costs.sample_cost(ctx, "tree", 200, "proba")  # the probes meet the out-of-reach rows
+    assert "proba" in outputs
+    outputs.clear()
+    res = attribution.explain_sample(ctx, 200, "tree")
+    assert outputs and "proba" not in outputs  # no attempt on probabilities first: the log-odds at once
+    assert "out of reach" in res.params["scale_note"]
+    assert attribution.shap_setting(ctx, "tree")[0] == "proba"  # one-row views still try
