@@ -225,15 +225,23 @@ class Case:
 
 
 #: pause before each timed call: the libraries' OpenMP threads spin for a while after a call of
-#: theirs, and took the cores from whichever call came next (ours, 4 ms slower on a 10 ms call)
+#: theirs, and took the cores from whichever call came next (ours, 4 ms slower on a 10 ms call).
+#: A busy pause: after an idle one (time.sleep) a 6 ms call of ours took 8-9 ms, and on two
+#: threads 15-18 ms (a parked core wakes slowly on these machines)
 SETTLE_S = 0.05
+
+
+def _settle(seconds: float = SETTLE_S) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def run_interleaved(cases: list[Case]) -> None:
     for i in range(max(c.repeats for c in cases)):
         for c in cases:
             if i < c.repeats and (i == 0 or sum(c.times) < c.budget):
-                time.sleep(SETTLE_S)
+                _settle()
                 c0 = time.process_time()
                 t, c.out = _once(c.fn)
                 c.cpu.append(time.process_time() - c0)

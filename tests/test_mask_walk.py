@@ -117,6 +117,7 @@ def test_any_blocks_and_tree_parts_give_the_same_numbers(fits, block, parts, mon
     model = models["xgb_3class"]
     b = partial_dependence(model, X, ["f0", "f2"], grid_resolution=6, method="brute")
     monkeypatch.setattr(pdp_module, "walk_layout", lambda *a, **k: (block, parts))
+    monkeypatch.setattr(pdp_module, "ONE_THREAD_WORK", 0)  # every thread, small as the work is
     t = partial_dependence(model, X, ["f0", "f2"], grid_resolution=6, method="tree")
     a = partial_dependence(model, X, ["f0"], grid_resolution=6, method="tree", kind="average")
     ref = partial_dependence(model, X, ["f0"], grid_resolution=6, method="brute", kind="average")
@@ -248,3 +249,25 @@ def test_nested_splits_on_the_target_keep_the_range_they_do_not_cut(tmp_path):
     t = partial_dependence(ours, X, [0], grid_resolution=41, method="tree")
     b = partial_dependence(ours, X, [0], grid_resolution=41, method="brute")
     np.testing.assert_allclose(t.individual, b.individual, **TOL)
+
+
+def test_small_work_runs_on_one_thread_and_gives_the_threads_back(fits, monkeypatch):
+    """Below ONE_THREAD_WORK the kernels run on one thread (a second one woke too slowly for a
+    few milliseconds of work), the caller's thread count restored after; above it, all threads."""
+    import numba
+
+    X, models = fits
+    seen = []
+    real = pdp_module._tree_ice
+    monkeypatch.setattr(pdp_module, "_tree_ice", lambda *a: seen.append(numba.get_num_threads()) or real(*a))
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        want = numba.get_num_threads()
+        partial_dependence(models["xgb_reg"], X, ["f0"], grid_resolution=8, method="tree")
+        assert seen == [1] and numba.get_num_threads() == want
+        monkeypatch.setattr(pdp_module, "ONE_THREAD_WORK", 0)
+        partial_dependence(models["xgb_reg"], X, ["f0"], grid_resolution=8, method="tree")
+        assert seen == [1, want] and numba.get_num_threads() == want
+    finally:
+        numba.set_num_threads(before)

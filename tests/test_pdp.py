@@ -229,6 +229,8 @@ def test_tree_parts_split_the_trees(tree_fits, name, monkeypatch):
     for parts, bounds in itertools.product((1, 2, 3, n_trees + 5), blocks):  # more parts than trees too
         monkeypatch.setattr(pdp_module, "tree_parts", lambda n, block, n_trees, k=parts: k)
         monkeypatch.setattr(pdp_module, "_TREE_BLOCK_ROWS", bounds)
+        monkeypatch.setattr(pdp_module, "ONE_THREAD_WORK", 0)  # every thread, small as the work is
+        monkeypatch.setattr(mask_walk, "walk_plan", lambda *a, **k: mask_walk.no_plan())  # the group walk's parts
         t = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree")
         a = partial_dependence(model, Xf, [0], grid_resolution=9, method="tree", kind="average")
         np.testing.assert_allclose(t.individual, b.individual, **TOL)
@@ -421,6 +423,7 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor  # noqa: E402
 from sklearn.preprocessing import MinMaxScaler  # noqa: E402
 
 import explainers.effects.pdp as pdp_module  # noqa: E402
+import explainers.trees.mask_walk as mask_walk  # noqa: E402
 
 
 def _layer_models():
