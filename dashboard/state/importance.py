@@ -316,6 +316,8 @@ def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int,
 
 #: the rows the Importance page uses unless told: fewer where they take longer than START_VIEW_S
 IMPORTANCE_ROWS = 1_000
+#: the most rows the page's box takes on a table of fewer (a larger table: up to every row)
+IMPORTANCE_MAX_ROWS = 20_000
 
 
 def default_importance_rows(ctx: ModelContext, methods) -> int:

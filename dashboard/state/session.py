@@ -163,7 +163,7 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
                empty="pdp_empty"),
     *_controls("effects", "int", grid="pdp_grid", grid2="pdp_grid2", rows="pdp_rows", ice_lines="pdp_nice"),
     *_controls("effects", "pair", pct="pdp_pct"),
-    *_controls("effects", "bool", ice="pdp_ice", centered="pdp_centered", points="pdp_points"),
+    *_controls("effects", "bool", ice="pdp_ice", centered="pdp_centered", points="pdp_points", ale_all="pdp_ale_all"),
     # SHAP
     *_controls("attribution", "str", pick="shap_pick", method="shap_method", view="shap_view",
                source="shap_source", dep="shap_dep", dep_colour="shap_dep_col"),
@@ -186,6 +186,7 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
     # Interactions
     *_controls("interactions", "str", measure="ia_measure", f1="ia_f1", f2="ia_f2"),
     *_controls("interactions", "int", rows="ia_rows", features="ia_k"),
+    *_controls("interactions", "bool", ale_all="ia_ale_all"),
     # Quality
     *_controls(None, "float", threshold="quality_threshold"),  # What-if's verdict follows it too
     *_controls("quality", "cell", cell="quality_cell"),

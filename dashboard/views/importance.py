@@ -4,8 +4,8 @@ import streamlit as st
 from dashboard import figures, messages, state, widgets
 from dashboard.safe_text import csv_text, file_name, md
 from dashboard.figures.importance import segment_importance_figure
-from dashboard.state.importance import (IMPORTANCE_ROWS, SCORING, importance_methods, importances_by_segment,
-                                        left_out_notices, scoring_choices, scoring_label)
+from dashboard.state.importance import (IMPORTANCE_MAX_ROWS, IMPORTANCE_ROWS, SCORING, importance_methods,
+                                        importances_by_segment, left_out_notices, scoring_choices, scoring_label)
 from dashboard.widgets import compared_segment
 
 ctx = state.current()
@@ -22,9 +22,10 @@ with st.spinner("Measuring how long the model takes…"):
 with st.expander("Settings", expanded=False):
     c1, c2, c3, c4 = st.columns(4)
     n_repeats = c1.number_input("Permutation repeats", 1, 50, **state.bind("imp_repeats", 5, valid=lambda v: 1 <= v <= 50))
-    max_rows = c2.number_input("Rows used (permutation, SHAP)", 50, 20_000, step=50,
+    most = max(IMPORTANCE_MAX_ROWS, len(ctx.X))  # a large table: every row, on request
+    max_rows = c2.number_input("Rows used (permutation, SHAP)", 50, most, step=50,
                                help="A seeded sample bounds the time of the slow methods.",
-                               **state.bind("imp_rows", start_rows, valid=lambda v: 50 <= v <= 20_000))
+                               **state.bind("imp_rows", start_rows, valid=lambda v: 50 <= v <= most))
     with_shap = c3.checkbox("Include mean |SHAP|", help="On by default where SHAP is fast (linear and tree models).",
                             **state.bind("imp_shap", default_shap, options=(True, False)))
     scorings = scoring_choices(ctx)
@@ -56,6 +57,17 @@ if int(max_rows) == start_rows < IMPORTANCE_ROWS:
                f"{state.fmt_seconds(state.START_VIEW_S)} for this model; {IMPORTANCE_ROWS:,} give steadier numbers.")
     st.button(f"Use {IMPORTANCE_ROWS:,} rows", key="imp_more", on_click=state.set_value,
               args=("imp_rows", IMPORTANCE_ROWS))
+if IMPORTANCE_ROWS <= int(max_rows) < len(ctx.X):  # a sample of a larger table: every row is offered
+    try:
+        every_s, _ = state.importance_cost(ctx, methods, int(n_repeats), len(ctx.X))
+    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+        every_s = None
+    e1, e2 = st.columns([3, 1])
+    e1.caption(f"Permutation and SHAP use a seeded sample of {int(max_rows):,} of the {len(ctx.X):,} rows"
+               + (f"; every row takes about {state.fmt_seconds(every_s)}" if every_s else "")
+               + ", with progress, and Stop (top right) ends it.")
+    e2.button(f"Use every row ({len(ctx.X):,})", key="imp_every", on_click=state.set_value,
+              args=("imp_rows", len(ctx.X)))
 bar = st.progress(0.0, text="Computing importances…")
 results, skipped = state.importances(ctx, methods, int(n_repeats), int(max_rows), bar, page="importance")
 bar.empty()
