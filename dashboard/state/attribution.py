@@ -15,7 +15,8 @@ import pandas as pd
 
 from .cache import result_cache
 from .context import ModelContext
-from .costs import first_block, next_block, shap_fixed_seconds, shap_is_fast, shap_seconds_per_row, slow_by_kind
+from .costs import (first_block, next_block, out_of_reach_note as _out_of_reach_note, proba_reach as _reach,
+                    shap_fixed_seconds, shap_is_fast, shap_seconds_per_row, slow_by_kind)
 from .outputs import adapter_output, log_odds_output, shap_output, target_output
 from .predictions import all_labels, all_predictions
 from .rows import _nested_rows, _RowStore, background
@@ -43,24 +44,6 @@ def _with_model_prediction(ctx: ModelContext, res, frame: pd.DataFrame):
     except Exception:  # noqa: BLE001 - the line then shows the explained prediction only
         return res
     return replace(res, params={**res.params, "model_prediction": pred})
-
-
-def _out_of_reach_note(exc: BaseException) -> str:
-    """The page's note for a probability game out of reach: the library's reason, and what the page does."""
-    return f"{getattr(exc, 'reason', exc)} Shown on the **log-odds** scale instead, where Tree SHAP is exact."
-
-
-def _reach(ctx: ModelContext, method: str) -> dict:
-    """Per model, data and method: the note of a probability game found out of reach (one
-    sample's pair that parts on too many features), so later runs go to log-odds at once."""
-    return result_cache().get_or_compute(("proba_reach", ctx.model_key, ctx.data_key, method), dict)
-
-
-def note_sample_out_of_reach(ctx: ModelContext, method: str, exc: BaseException) -> None:
-    """A cost probe's rows (part of every sample) found the probability game out of reach: the
-    samples of the global views are explained on log-odds from the start (the one-row views
-    still try the probabilities: a row of their own may be within reach)."""
-    _reach(ctx, method).setdefault("sample_note", _out_of_reach_note(exc))
 
 
 def shap_setting(ctx: ModelContext, method: str) -> tuple[str, str | None]:

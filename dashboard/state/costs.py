@@ -198,7 +198,7 @@ def probe_line(ctx: ModelContext, key: tuple, run) -> tuple[float, float]:
 class _noting_out_of_reach:
     """Around a cost probe: a probability game out of reach on the probe's rows is out of reach on
     every sample that holds them (the samples are nested), so the global views go to log-odds at
-    once instead of paying for the failed attempt first (:func:`attribution.sample_note`)."""
+    once instead of paying for the failed attempt first (``sample_note`` of :func:`proba_reach`)."""
 
     def __init__(self, ctx: ModelContext, method: str):
         self.ctx, self.method = ctx, method
@@ -210,10 +210,21 @@ class _noting_out_of_reach:
         from explainers.errors import OutOfReachError
 
         if isinstance(exc, OutOfReachError):
-            from .attribution import note_sample_out_of_reach
-
-            note_sample_out_of_reach(self.ctx, self.method, exc)
+            # (the one-row views still try the probabilities: a row of their own may be within reach)
+            proba_reach(self.ctx, self.method).setdefault("sample_note", out_of_reach_note(exc))
         return False
+
+
+def proba_reach(ctx: ModelContext, method: str) -> dict:
+    """Per model, data and method: the notes of a probability game found out of reach, so later
+    runs go to log-odds at once: ``note`` (a sample's pair that parts on too many features: every
+    SHAP view) and ``sample_note`` (a cost probe's rows: the samples of the global views)."""
+    return result_cache().get_or_compute(("proba_reach", ctx.model_key, ctx.data_key, method), dict)
+
+
+def out_of_reach_note(exc: BaseException) -> str:
+    """The page's note for a probability game out of reach: the library's reason, and what the page does."""
+    return f"{getattr(exc, 'reason', exc)} Shown on the **log-odds** scale instead, where Tree SHAP is exact."
 
 
 def _probe_seconds(ctx: ModelContext, method: str, output: str) -> float:

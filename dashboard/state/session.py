@@ -169,7 +169,8 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
                source="shap_source", dep="shap_dep", dep_colour="shap_dep_col"),
     *_controls("attribution", "int", row="shap_row", sorted_row="shap_row_sorted", sample="shap_n"),
     *_controls("attribution", "list", mask="shap_mask"),
-    *_controls("attribution", "bool", empty_missing="shap_empty_missing", **{"global": "shap_global"}),
+    *_controls("attribution", "bool", empty_missing="shap_empty_missing", every="shap_every",
+               **{"global": "shap_global"}),
     # What if?
     *_controls("what-if", "int", row="whatif_row"),
     *_controls("what-if", "list", mask="whatif_mask"),

@@ -14,6 +14,37 @@ def show_error(exc: BaseException) -> None:
     st.error(md(messages.for_page(exc, "shap")), icon=":material/error:")
 
 
+def every_row_view(ctx, method: str, glob, gci) -> None:
+    """On request, the mean |SHAP| of every row of the table (the charts above: the sample's)."""
+    from dashboard.state.every_row import every_row_seconds, mean_abs_every_row
+
+    n = len(ctx.X)
+    try:
+        left = every_row_seconds(ctx, method, glob.output)
+    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+        left = 0.0
+    when = f", about {state.fmt_seconds(left)}" if left >= 1 else ""
+    if not st.toggle(f"Mean |SHAP| of every row ({n:,}{when})",
+                     help="Adds up every row's |SHAP value| block by block, with progress. A Stop (top right) "
+                          "keeps the rows done so far: turning it on again goes on from there.",
+                     **state.bind("shap_every", False, options=(True, False))):
+        return
+    bar = st.progress(0.0, text="Explaining every row…")
+    try:
+        every = mean_abs_every_row(ctx, method, glob.output, state.ProgressBar(bar, "Rows explained"))
+    except Exception as exc:
+        bar.empty()
+        show_error(exc)
+        return
+    bar.empty()
+    if every.params.get("scale_note"):
+        st.info(every.params["scale_note"], icon=":material/info:")
+    st.plotly_chart(figures.mean_abs_figure(every, class_index=gci if every.n_outputs == glob.n_outputs else None),
+                    key="shap_meanabs_every")
+    st.caption(f"Mean |SHAP value| of every one of the {n:,} rows; the charts above show the sample of "
+               f"{len(glob.values):,}.")
+
+
 ctx = state.current()
 st.title("Why this prediction?")
 
@@ -136,6 +167,8 @@ if show:
     left, right = st.columns(2)
     left.plotly_chart(figures.beeswarm_figure(glob, class_index=gci), key="shap_beeswarm")
     right.plotly_chart(figures.mean_abs_figure(glob, class_index=gci), key="shap_meanabs")
+    if source == "a sample of the data" and len(glob.values) < len(ctx.X):  # a sample of a larger table
+        every_row_view(ctx, method, glob, gci)
     seg = compared_segment(ctx)  # None: every row (a segment too small to compare says so)
     if seg is not None and source != "a sample of the data":
         st.caption("The segment is compared with the rest on a sample of the data: pick it under "

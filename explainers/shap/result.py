@@ -251,3 +251,52 @@ class ShapResult:
     def to_csv(self, path_or_buf: Any = None, **kwargs) -> str | None:
         """Write :meth:`to_frame` as CSV (returns the text when no path is given)."""
         return self.to_frame().to_csv(path_or_buf, index=False, **kwargs)
+
+
+@dataclass(frozen=True, eq=False)
+class MeanAbsShap:
+    """Mean |SHAP value| per feature over rows whose own values are not kept (every row of a
+    large table, added up block by block): what :meth:`ShapResult.mean_abs` gives, for rows
+    too many to hold.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (n_features,) or (n_features, n_outputs)
+        Mean |phi| per feature (and output) over the rows.
+    feature_names, output_names : list of str
+    n_rows : int
+        The rows averaged over.
+    method, output : str
+        As the results the means were added from.
+    """
+
+    mean: np.ndarray
+    feature_names: list
+    n_rows: int
+    method: str
+    output: str
+    output_names: list = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+
+    @property
+    def n_outputs(self) -> int:
+        return 1 if self.mean.ndim == 1 else int(self.mean.shape[1])
+
+    _check_class = ShapResult._check_class
+
+    def mean_abs(self) -> np.ndarray:
+        return self.mean
+
+    def select(self, class_index: int) -> "MeanAbsShap":
+        """The means of one output column."""
+        k = self._check_class(class_index, "MeanAbsShap.select")
+        if k is None:
+            return self
+        return replace(self, mean=self.mean[:, k], output_names=[self.output_names[k]],
+                       params={**self.params, "class_index": k})
+
+    @classmethod
+    def from_sum(cls, total: np.ndarray, n_rows: int, like: "ShapResult | MeanAbsShap") -> "MeanAbsShap":
+        """The mean of ``total`` (sum of |values| over ``n_rows`` rows), named as ``like``."""
+        return cls(mean=np.asarray(total, dtype=np.float64) / max(1, int(n_rows)), feature_names=list(like.feature_names),
+                   n_rows=int(n_rows), method=like.method, output=like.output, output_names=list(like.output_names))

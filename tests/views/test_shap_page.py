@@ -147,3 +147,72 @@ def test_dependence_coloured_by_the_strongest_interaction():
                for c in at.caption), [c.value for c in at.caption]
     dep = figures(at)[-1]
     assert "latitude" in json.dumps(dep), "the dependence plot is not coloured by latitude"
+
+
+def test_mean_abs_shap_of_every_row_of_a_larger_table(demo_cards):
+    """The global views explain a sample; on a larger table the page offers the mean |SHAP| of
+    every row (issue #31): the bars are the definition's over all 2,000 rows (the oracle's values
+    with the page's background), not the sample's; the toggle travels in the link."""
+    at = _page("housing_gb")
+    at.toggle(key="shap_global").set_value(True).run()
+    at.number_input(key="shap_n").set_value(300).run()
+    assert not at.exception
+    toggle = [t for t in at.toggle if t.label.startswith("Mean |SHAP| of every row (2,000")]
+    assert len(toggle) == 1 and toggle[0].value is False
+    toggle[0].set_value(True).run()
+    assert not at.exception
+    res, ds = _oracle("housing_gb", demo_cards["housing_gb"], list(range(2000)))
+    want = dict(zip(ds.X.columns, np.abs(res.values).mean(axis=0)))
+    every = [f for f in figures(at) if "2,000 rows" in json.dumps(f["layout"].get("title", ""))]
+    assert len(every) == 1
+    bar = every[0]["data"][0]
+    got = dict(zip([str(v) for v in array(bar["y"])], array(bar["x"]).astype(float)))
+    assert len(got) == len(want)
+    for name, v in got.items():
+        assert v == pytest.approx(want[name], rel=1e-9, abs=1e-12)
+    assert any("every one of the 2,000 rows" in c.value for c in at.caption)
+    assert at.query_params.get("every") in (["true"], "true", ["1"], "1", ["True"], "True"), dict(at.query_params)
+
+
+def test_every_row_stopped_midway_keeps_its_rows_and_goes_on(monkeypatch):
+    """A Stop while every row is explained keeps the rows added: asking again goes on from there
+    (no row explained twice), and the mean is that of every row."""
+    from dashboard.state import costs, every_row
+    from dashboard.state.cache import ResultCache
+    from dashboard.state.context import demo_context
+    from dashboard.state.rows import background
+
+    monkeypatch.setattr(every_row, "result_cache", lambda cache=ResultCache(): cache)
+    monkeypatch.setattr(every_row, "first_block", lambda fast, fixed, per_row: 300)
+    monkeypatch.setattr(every_row, "next_block", lambda block, took, fixed: block)
+    monkeypatch.setattr(every_row, "_POLL_S", 0.01)
+    ctx = demo_context("housing_gb")
+    output, _ = state.shap_setting(ctx, "auto")
+    import explainers.shap as shap_mod
+
+    explained = []
+    real = shap_mod.explain
+    monkeypatch.setattr(shap_mod, "explain", lambda model, X, **kw: explained.append(len(X)) or real(model, X, **kw))
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_a_block(done, total):
+        if done >= 300:
+            raise Stop
+
+    with pytest.raises(Stop):
+        every_row.mean_abs_every_row(ctx, "auto", output, stop_after_a_block)
+    import time
+
+    deadline = time.time() + 60
+    while every_row._sums(ctx, "auto", output).worker.is_alive() and time.time() < deadline:
+        time.sleep(0.01)
+    kept = every_row.rows_added(ctx, "auto", output)
+    assert 300 <= kept < 2000 and kept % 300 == 0
+    res = every_row.mean_abs_every_row(ctx, "auto", output)
+    assert sum(explained) == 2000  # every row once
+    full = real(ctx.model, ctx.X, background=background(ctx), method="auto", output=output)
+    np.testing.assert_allclose(res.mean, np.abs(full.values).mean(axis=0), rtol=1e-12, atol=1e-15)
+    assert res.n_rows == 2000 and list(res.feature_names) == list(full.feature_names)
+    assert costs.blocks_seconds(0, 300, 0.1, 0.01) == 0.0 and every_row.every_row_seconds(ctx, "auto", output) == 0.0
