@@ -207,8 +207,9 @@ def _h_probe_features(rows, k: int) -> list[str]:
 def _h_probes(ctx: ModelContext, overall_too: bool, k: int, count: bool = False):
     """(t1, t2, n1, n2, p1, p2): seconds of H on the first H_PROBE_ROWS[0] rows of a seeded sample
     and on all H_PROBE_ROWS[1] of them (after a 4-row warm-up: kernels load; without ``count``,
-    the tree walk's probes, the larger grows fourfold up to H_ROWS while within PROBE_SPREAD_S of
-    the smaller), and, with ``count``, the predictions brute force makes on each (else 0), cached."""
+    the tree walk's probes, the larger grows fourfold up to H_ROWS while it is quick and within
+    PROBE_SPREAD_S of the smaller: on a slower walk those milliseconds are a small share), and,
+    with ``count``, the predictions brute force makes on each (else 0), cached."""
     from .costs import PROBE_SPREAD_S
     from .warmup import wait_for_warmup
 
@@ -238,7 +239,8 @@ def _h_probes(ctx: ModelContext, overall_too: bool, k: int, count: bool = False)
             t1, t2 = took(rows.iloc[:n1]), took(rows)
             # the walk's rows cost little against its grids: more rows until their cost shows (else
             # a few milliseconds of noise over 40 rows made a slope that tripled 500 rows' estimate)
-            while not count and t2 - t1 < PROBE_SPREAD_S and len(rows) < min(len(ctx.X), H_ROWS):
+            while (not count and t2 - t1 < PROBE_SPREAD_S and t2 < QUICK_PROBE_S
+                   and len(rows) < min(len(ctx.X), H_ROWS)):
                 rows = sample_rows(ctx, min(len(ctx.X), H_ROWS, 4 * len(rows)))
                 t2 = took(rows)
             n2 = len(rows)

@@ -59,7 +59,7 @@ if int(max_rows) == start_rows < IMPORTANCE_ROWS:
               args=("imp_rows", IMPORTANCE_ROWS))
 if IMPORTANCE_ROWS <= int(max_rows) < len(ctx.X):  # a sample of a larger table: every row is offered
     try:
-        every_s, _ = state.importance_cost(ctx, methods, int(n_repeats), len(ctx.X))
+        every_s, _ = state.importance_cost(ctx, methods, int(n_repeats), len(ctx.X), with_fits=False)
     except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
         every_s = None
     e1, e2 = st.columns([3, 1])
