@@ -295,18 +295,9 @@ def h_predictions(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FEA
 
 
 def _count_h_predictions(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FEATURES) -> int:
-    from explainers.effects.hstat import brute_force_predictions
-
     rows = sample_rows(ctx, n)
-    cols = [str(c) for c in rows.columns]
-    if len(cols) <= k:
-        return brute_force_predictions(rows, cols)
-    distinct = rows.nunique(dropna=False).to_numpy()
-    widest = [cols[i] for i in np.argsort(-distinct, kind="stable")[:k]]
-    count = brute_force_predictions(rows, widest)
-    if overall_too:
-        count += brute_force_predictions(rows, cols, pairs=[(cols[0], cols[1])])
-    return count
+    # a model of at most k features ranks none by overall H: its pairs are every pair
+    return brute_probe_predictions(rows, _h_probe_features(rows, k), overall_too and rows.shape[1] > k)
 
 
 def h_rows_used(ctx: ModelContext, n_rows: int) -> int:
