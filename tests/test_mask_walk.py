@@ -252,8 +252,9 @@ def test_nested_splits_on_the_target_keep_the_range_they_do_not_cut(tmp_path):
 
 
 def test_small_work_runs_on_one_thread_and_gives_the_threads_back(fits, monkeypatch):
-    """Below ONE_THREAD_WORK the kernels run on one thread (a second one woke too slowly for a
-    few milliseconds of work), the caller's thread count restored after; above it, all threads."""
+    """Below ONE_THREAD_WORK the kernels run on one thread (numba's second thread woke too slowly
+    for a few milliseconds of work; the blocks are shared with a helper thread instead, tests
+    below), the caller's thread count restored after; above it, all threads."""
     import numba
 
     X, models = fits
@@ -271,3 +272,101 @@ def test_small_work_runs_on_one_thread_and_gives_the_threads_back(fits, monkeypa
         assert seen == [1, want] and numba.get_num_threads() == want
     finally:
         numba.set_num_threads(before)
+
+
+def test_exp_in_place_is_within_one_unit_of_numpy_and_falls_back_outside_its_range():
+    from explainers.effects._tree_kernels import exp_in_place
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-708, 709, 20_000), rng.uniform(-5, 5, 20_000),
+                        [0.0, -0.0, 1.0, -1.0, 708.9, -707.9, 1e-300, -1e-300]])
+    got = x.copy()
+    exp_in_place(got, len(got), np.empty(len(got), np.int64))
+    want = np.exp(x)
+    assert np.all(np.abs(got - want) <= np.spacing(want))  # one unit in the last place
+    assert got[40_000] == 1.0 and got[40_001] == 1.0  # exp(0) exactly 1: softmax's largest class
+    # only the first m values change
+    part = x.copy()
+    exp_in_place(part, 10, np.empty(10, np.int64))
+    np.testing.assert_array_equal(part[10:], x[10:])
+    # outside [-708, 709], or NaN: every value by np.exp (inf, 0, nan as numpy gives them)
+    for odd in (710.0, -800.0, np.nan, np.inf, -np.inf):
+        y = np.array([0.5, odd, -2.0])
+        exp_in_place(y, 3, np.empty(3, np.int64))
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(y, np.exp(np.array([0.5, odd, -2.0])))
+
+
+def _shared_case(fits, name, f1):
+    X, models = fits
+    ens, Xw, pos1, pos2, G1, G2, plan = _plan_of(models[name], X, f1)
+    assert len(Xw) > pdp_module._SHARED_BLOCK_ROWS  # two pieces at least
+    from explainers.trees import TRANSFORMS
+
+    return ens, Xw, pos1, pos2, G1, G2, plan, TRANSFORMS.index(ens.transform)
+
+
+@pytest.mark.parametrize("name", ["xgb_3class", "lgb_bin", "lgb_pois"])
+def test_shared_blocks_give_the_kernels_outputs(fits, name):
+    """Walked in pieces by this thread and the helper: every row's ICE is the one-kernel ICE bit
+    for bit; the block sums of the average add up to the kernel's."""
+    ens, Xw, pos1, pos2, G1, G2, plan, tcode = _shared_case(fits, name, 0)
+    K = 2 if tcode == 2 else ens.n_raw
+    got, want = np.empty((len(Xw), G1, G2, K)), np.empty((len(Xw), G1, G2, K))
+    args = (ens, Xw, 0, -1, pos1, pos2, G1, G2, tcode, plan)
+    pdp_module._ice_blocks(*args, True, got, False)
+    pdp_module._ice_blocks(*args, False, want, False)
+    np.testing.assert_array_equal(got, want)
+    sums = pdp_module._ice_blocks(*args, True, None, True)
+    assert len(sums) == -(-len(Xw) // pdp_module._SHARED_BLOCK_ROWS)
+    np.testing.assert_allclose(sums.sum(axis=0), want.sum(axis=0), rtol=1e-14, atol=1e-12)
+
+
+def test_small_work_is_shared_and_a_late_helper_changes_nothing(fits, monkeypatch):
+    """On several threads, small work goes to share(); a helper that never runs leaves every piece
+    to the caller, with the same numbers."""
+    import numba
+
+    import explainers.effects._sharing as sharing
+
+    X, models = fits
+    model = models["xgb_3class"]
+    pieces = []
+    real = sharing.share
+    monkeypatch.setattr(sharing, "share", lambda run, n: pieces.append(n) or real(run, n))
+    b = partial_dependence(model, X, ["f0"], grid_resolution=8, method="brute")
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(2)
+        t = partial_dependence(model, X, ["f0"], grid_resolution=8, method="tree")
+        assert pieces == [2]
+        monkeypatch.setattr(sharing._HELPER, "submit", lambda job: None)  # it never wakes
+        late = partial_dependence(model, X, ["f0"], grid_resolution=8, method="tree")
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_allclose(t.individual, b.individual, **TOL)
+    np.testing.assert_array_equal(late.individual, t.individual)
+    np.testing.assert_array_equal(late.average, t.average)
+
+
+def test_share_runs_each_piece_once_and_raises_a_pieces_error():
+    import threading
+
+    from explainers.effects._sharing import share
+
+    seen = []
+    lock = threading.Lock()
+
+    def run(k):
+        with lock:
+            seen.append(k)
+
+    share(run, 7)
+    assert sorted(seen) == list(range(7))
+
+    def bad(k):
+        if k == 3:
+            raise ValueError("piece 3")
+
+    with pytest.raises(ValueError, match="piece 3"):
+        share(bad, 5)

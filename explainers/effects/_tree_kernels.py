@@ -16,7 +16,7 @@ from numba import njit, prange
 from ..trees.mask_walk import walk_trees
 from ..trees.walks import prefix_sum, prefix_sums
 
-__all__ = ["ice_tree_kernel", "pd_sum_kernel", "recursion_kernel"]
+__all__ = ["ice_tree_kernel", "ice_block", "pd_sum_kernel", "recursion_kernel"]
 
 #: rows whose outputs are written together when ICE is finished from the sums
 _TILE = 16
@@ -38,7 +38,9 @@ def ice_tree_kernel(
     (in parallel); within a block each tree is walked by all rows together
     before the next tree, so the tree's nodes stay in cache. With ``parts`` > 1
     (fewer blocks than threads) each block's trees are split in that many parts,
-    walked in parallel, and their sums added before the outputs are made.
+    walked in parallel, and their sums added before the outputs are made. The outputs
+    are made in place in the block's sums, a grid point at a time over all its rows
+    (:func:`_outputs_in_place`: passes the compiler vectorises), then copied or added out.
     """
     n = Xw.shape[0]
     depth = max_depth + 2
@@ -49,34 +51,51 @@ def ice_tree_kernel(
         for blk in range(n_blocks):
             start = blk * block
             stop = min(n, start + block)
+            m = stop - start
             D = _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start,
                               cat_bits, value, roots, depth, Ds, blk, parts, plan)
             for ab in prange(G1 * G2):
                 a = ab // G2
                 b = ab % G2
+                _outputs_in_place(D[a, b], m, base, scale, tcode, np.empty(m), np.empty(m, np.int64))
                 if mean:
-                    _block_mean_into(D[a, b], stop - start, base, scale, tcode, out[blk, a, b])
+                    _add_mean(D[a, b], m, tcode, out[blk, a, b])
                 else:
-                    for i in range(stop - start):
-                        _transform_into(D[a, b], i, base, scale, tcode, out[start + i, a, b])
+                    for i in range(m):
+                        _copy_out(D[a, b], i, tcode, out[start + i, a, b])
         return
     for blk in prange(n_blocks):
         start = blk * block
         stop = min(n, start + block)
-        m = stop - start
-        D = _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start,
-                          cat_bits, value, roots, depth, Ds, blk, parts, plan)
-        if mean:
-            for a in range(G1):
-                for b in range(G2):
-                    _block_mean_into(D[a, b], m, base, scale, tcode, out[blk, a, b])
-            continue
-        for i0 in range(0, m, _TILE):  # a few rows at a time: their outputs stay in cache
-            for a in range(G1):
-                for b in range(G2):
-                    Dab = D[a, b]
-                    for i in range(i0, min(m, i0 + _TILE)):
-                        _transform_into(Dab, i, base, scale, tcode, out[start + i, a, b])
+        ice_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                  value, roots, base, scale, tcode, depth, out[blk:blk + 1] if mean else out[start:stop], mean, plan)
+
+
+@njit(cache=True, nogil=True)
+def ice_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
+              roots, base, scale, tcode, depth, out, mean, plan):  # pragma: no cover - compiled
+    """One block of :func:`ice_tree_kernel` (one part), on the calling thread: rows ``start:stop``
+    walked down every tree, their outputs written to ``out`` (stop - start, G1, G2, K): ICE, or,
+    with ``mean``, added into ``out[0]``."""
+    m = stop - start
+    D = _block_walked(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start,
+                      cat_bits, value, roots, depth, np.zeros((0, G1, G2, value.shape[1], 1)), 0, 1, plan)
+    top = np.empty(m)
+    bits = np.empty(m, np.int64)
+    for a in range(G1):
+        for b in range(G2):
+            _outputs_in_place(D[a, b], m, base, scale, tcode, top, bits)
+    if mean:
+        for a in range(G1):
+            for b in range(G2):
+                _add_mean(D[a, b], m, tcode, out[0, a, b])
+        return
+    for i0 in range(0, m, _TILE):  # a few rows at a time: their outputs stay in cache
+        for a in range(G1):
+            for b in range(G2):
+                Dab = D[a, b]
+                for i in range(i0, min(m, i0 + _TILE)):
+                    _copy_out(Dab, i, tcode, out[i, a, b])
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -129,52 +148,130 @@ def _added_parts(Ds, blk, parts):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _block_mean_into(Dab, m, base, scale, tcode, acc):  # pragma: no cover - compiled
-    """Adds the outputs of a block's ``m`` rows at one grid point (tree sums ``Dab``) into ``acc``."""
-    K = acc.shape[0]
-    cell = np.empty(K)
-    total = np.zeros(K)  # summed here, added to acc once
-    for i in range(m):
-        _transform_into(Dab, i, base, scale, tcode, cell)
-        for k in range(K):
-            total[k] += cell[k]
-    for k in range(K):
-        acc[k] += total[k]
+def _outputs_in_place(Dab, m, base, scale, tcode, top, bits):  # pragma: no cover - compiled
+    """The outputs of rows ``0:m`` at one grid point, in place of their tree sums ``Dab``
+    (R, rows): ``base + scale * sums``, then the transform (tcode 0 identity, 1 exp, 2 sigmoid:
+    the positive class's probability in row 0, 3 softmax). ``top`` (float) and ``bits``
+    (int64) are scratch of m or more entries.
+    """
+    R = Dab.shape[0]
+    if tcode == 2:
+        z = Dab[0]
+        for i in range(m):
+            z[i] = -(base[0] + scale * z[i])
+        exp_in_place(z, m, bits)
+        for i in range(m):
+            z[i] = 1.0 / (1.0 + z[i])
+        return
+    for r in range(R):
+        z = Dab[r]
+        for i in range(m):
+            z[i] = base[r] + scale * z[i]
+    if tcode == 1:
+        for r in range(R):
+            exp_in_place(Dab[r], m, bits)
+    elif tcode == 3:
+        for i in range(m):
+            top[i] = -np.inf
+        for r in range(R):
+            z = Dab[r]
+            for i in range(m):
+                top[i] = max(top[i], z[i])
+        for r in range(R):
+            z = Dab[r]
+            for i in range(m):
+                z[i] -= top[i]  # the largest becomes exactly 0, its exp exactly 1
+            exp_in_place(z, m, bits)
+        for i in range(m):
+            top[i] = 0.0
+        for r in range(R):  # the total, summed over the classes in order
+            z = Dab[r]
+            for i in range(m):
+                top[i] += z[i]
+        for r in range(R):
+            z = Dab[r]
+            for i in range(m):
+                z[i] /= top[i]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _transform_into(Dab, i, base, scale, tcode, o):  # pragma: no cover - compiled
-    """Row i's outputs at one grid point from its tree sums ``Dab[:, i]`` into ``o``.
-
-    tcode: 0 identity, 1 exp, 2 sigmoid (two columns: 1 - p, p), 3 softmax.
-    """
-    R = Dab.shape[0]
-    if tcode == 0:
-        for r in range(R):
-            o[r] = base[r] + scale * Dab[r, i]
-    elif tcode == 1:
-        for r in range(R):
-            o[r] = np.exp(base[r] + scale * Dab[r, i])
-    elif tcode == 2:
-        p = 1.0 / (1.0 + np.exp(-(base[0] + scale * Dab[0, i])))
+def _copy_out(Dab, i, tcode, o):  # pragma: no cover - compiled
+    """Row i's outputs (made by :func:`_outputs_in_place`) into ``o``; sigmoid: 1 - p, p."""
+    if tcode == 2:
+        p = Dab[0, i]
         o[0] = 1.0 - p
         o[1] = p
     else:
-        top = -np.inf
-        arg = 0
-        for r in range(R):
-            z = base[r] + scale * Dab[r, i]
-            o[r] = z
-            if z > top:
-                top = z
-                arg = r
+        for r in range(Dab.shape[0]):
+            o[r] = Dab[r, i]
+
+
+@njit(cache=True, nogil=True)
+def _add_mean(Dab, m, tcode, acc):  # pragma: no cover - compiled
+    """Adds the outputs of rows ``0:m`` at one grid point (made by :func:`_outputs_in_place`)
+    into ``acc``, each output's rows summed first."""
+    if tcode == 2:
+        z = Dab[0]
+        neg = 0.0
+        pos = 0.0
+        for i in range(m):
+            neg += 1.0 - z[i]
+            pos += z[i]
+        acc[0] += neg
+        acc[1] += pos
+        return
+    for r in range(Dab.shape[0]):
+        z = Dab[r]
         total = 0.0
-        for r in range(R):
-            e = 1.0 if r == arg else np.exp(o[r] - top)  # exp(0) is exactly 1: one exp fewer
-            o[r] = e
-            total += e
-        for r in range(R):
-            o[r] /= total
+        for i in range(m):
+            total += z[i]
+        acc[r] += total
+
+
+#: exp(x) = 2^k exp(r), x = k ln 2 + r with |r| <= ln 2 / 2: ln 2 in two parts (Cody and Waite),
+#: exp(r) by its Taylor series to r^13 (the rest is below 1e-17 of it)
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_C = (1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320, 1.0 / 362880,
+      1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800)
+
+
+@njit(cache=True, nogil=True)
+def exp_in_place(x, m, bits):  # pragma: no cover - compiled
+    """``x[:m] = exp(x[:m])`` within one unit in the last place, by passes the compiler
+    vectorises (numba's ``np.exp`` is a call per value, 4x slower here). Where some value
+    is outside [-708, 709] (its exp not a normal number) or NaN, every value takes ``np.exp``.
+    ``bits``: int64 scratch of m or more entries."""
+    out_of_range = 0
+    for i in range(m):
+        out_of_range += 0 if (x[i] >= -708.0 and x[i] <= 709.0) else 1
+    if out_of_range:
+        for i in range(m):
+            x[i] = np.exp(x[i])
+        return
+    c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 = _C
+    for i in range(m):
+        v = x[i]
+        k = np.floor(v * _LOG2E + 0.5)
+        r = (v - k * _LN2_HI) - k * _LN2_LO
+        p = c13 * r + c12
+        p = p * r + c11
+        p = p * r + c10
+        p = p * r + c9
+        p = p * r + c8
+        p = p * r + c7
+        p = p * r + c6
+        p = p * r + c5
+        p = p * r + c4
+        p = p * r + c3
+        p = p * r + c2
+        p = p * r + c1
+        x[i] = p * r + c0
+        bits[i] = (np.int64(k) + 1023) << 52  # 2^k as a float64's bits
+    two_k = bits[:m].view(np.float64)
+    for i in range(m):
+        x[i] *= two_k[i]
 
 
 @njit(parallel=True, cache=True, nogil=True)

@@ -196,16 +196,57 @@ def _finish_outputs(arr: np.ndarray, adapter: ModelAdapter) -> np.ndarray:
     return arr
 
 
-def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, keep_ice: bool):
+#: walk plans kept per ensemble (:func:`_grid_walks`), and the most bytes one may hold
+_WALKS_KEPT = 8
+_WALKS_MAX_BYTES = 8 << 20
+_WALKS_LOCK = threading.Lock()
+
+
+def _grid_walks(ens, f1: int, f2: int, grids) -> list:
+    """The walks that cover a grid: ``(pos1, g1, part1, pos2, g2, part2, plan)`` for each pair of
+    :func:`~explainers.trees.walks.grid_slices` of the two targets, with its mask plan
+    (:func:`~explainers.trees.mask_walk.walk_plan`).
+
+    They depend on the ensemble and the grid only, so the last few are kept on the ensemble
+    (those of at most _WALKS_MAX_BYTES): a page asks for the same grid on other rows (ICE
+    samples, segments, every row) and the 3-class XGBoost model's plan took a tenth of a
+    1,000-row PD call."""
+    from ..trees.inputs import grid_codes
+    from ..trees.mask_walk import walk_plan
+    from ..trees.walks import grid_slices
+
+    codes1 = grid_codes(ens, f1, grids[0])
+    codes2 = grid_codes(ens, f2, grids[1]) if f2 >= 0 else None
+    key = (f1, f2, codes1.tobytes(), None if codes2 is None else codes2.tobytes())
+    store = ens.__dict__.setdefault("_grid_walks", {})  # a frozen dataclass: its dict, not setattr
+    with _WALKS_LOCK:
+        walks = store.pop(key, None)
+        if walks is not None:
+            store[key] = walks  # the most recent last
+            return walks
+    walks = [(pos1, g1, part1, pos2, g2, part2, walk_plan(ens, f1, f2, pos1, pos2, g1, g2))
+             for pos1, g1, part1 in grid_slices(ens, f1, codes1)
+             for pos2, g2, part2 in grid_slices(ens, f2, codes2)]
+    size = sum(w[0].nbytes + w[3].nbytes + sum(getattr(a, "nbytes", 0) for a in w[6]) for w in walks)
+    if size <= _WALKS_MAX_BYTES:
+        with _WALKS_LOCK:
+            store[key] = walks
+            while len(store) > _WALKS_KEPT:
+                store.pop(next(iter(store)))
+    return walks
+
+
+def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, keep_ice: bool,
+              shared: bool = False):
     """ICE (or only its row sum) over a sorted grid, via the compiled walk.
 
     A target feature with categorical (rule) splits is walked one grid value at
     a time (:func:`~explainers.trees.walks.grid_slices`); a plain one in one walk.
+    ``shared``: small work on one thread of several; its blocks of rows are shared with a
+    helper thread (:func:`_ice_blocks`).
     """
-    from ..trees.inputs import grid_codes
-    from ..trees.mask_walk import walk_plan
-    from ..trees.walks import grid_slices, rules_of
-    from ._tree_kernels import ice_tree_kernel, pd_sum_kernel
+    from ..trees.walks import rules_of
+    from ._tree_kernels import pd_sum_kernel
     from ..trees import TRANSFORMS
 
     Xw = ens.prepare_inputs(frame)
@@ -213,55 +254,82 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
     f2 = cols[1] if len(cols) == 2 else -1
     G1 = len(grids[0])
     G2 = len(grids[1]) if len(cols) == 2 else 1
-    slices1 = grid_slices(ens, f1, grid_codes(ens, f1, grids[0]))
-    slices2 = grid_slices(ens, f2, grid_codes(ens, f2, grids[1]) if f2 >= 0 else None)
+    walks = _grid_walks(ens, f1, f2, grids)
     K = 2 if transform == "sigmoid" else ens.n_raw
     n = Xw.shape[0]
     tcode = TRANSFORMS.index(transform)
-    nodes, thr = ens.packed_nodes
-    cat_start, cat_bits = rules_of(ens)
     if not keep_ice and transform == "identity":
+        nodes, thr = ens.packed_nodes
+        cat_start, cat_bits = rules_of(ens)
         # the average of base + scale * tree sums is base + scale * their row average
         total = np.zeros((G1, G2, ens.n_raw))
-        for pos1, g1, part1 in slices1:
-            for pos2, g2, part2 in slices2:
-                plan = walk_plan(ens, f1, f2, pos1, pos2, g1, g2)
-                block, parts = walk_layout(n, 1, len(ens.roots), plan[0], _TREE_SUM_BLOCK_ROWS)
-                sums = np.zeros((-(-n // block) * parts, g1, g2, ens.n_raw, 1))
-                with _KERNEL_LOCK:
-                    pd_sum_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
-                                  cat_bits, ens.value, ens.roots, ens.max_depth, block, parts, sums, plan)
-                total[part1, part2] = sums.sum(axis=0)[..., 0]
+        for pos1, g1, part1, pos2, g2, part2, plan in walks:
+            block, parts = walk_layout(n, 1, len(ens.roots), plan[0], _TREE_SUM_BLOCK_ROWS)
+            sums = np.zeros((-(-n // block) * parts, g1, g2, ens.n_raw, 1))
+            with _KERNEL_LOCK:
+                pd_sum_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
+                              cat_bits, ens.value, ens.roots, ens.max_depth, block, parts, sums, plan)
+            total[part1, part2] = sums.sum(axis=0)[..., 0]
         return None, ens.base + ens.scale * (total / n)
 
-    whole = len(slices1) == 1 and len(slices2) == 1
+    whole = len(walks) == 1
     if keep_ice:
         out = np.empty((n, G1, G2, K))
-        for pos1, g1, part1 in slices1:
-            for pos2, g2, part2 in slices2:
-                sub = out if whole else np.empty((n, g1, g2, K))
-                plan = walk_plan(ens, f1, f2, pos1, pos2, g1, g2)
-                block, parts = walk_layout(n, g1 * g2 * ens.n_raw, len(ens.roots), plan[0])
-                with _KERNEL_LOCK:
-                    ice_tree_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
-                                    cat_bits, ens.value, ens.roots, ens.base, ens.scale, tcode, ens.max_depth,
-                                    block, parts, sub, False, plan)
-                if not whole:
-                    out[:, part1, part2] = sub
+        for pos1, g1, part1, pos2, g2, part2, plan in walks:
+            sub = out if whole else np.empty((n, g1, g2, K))
+            _ice_blocks(ens, Xw, f1, f2, pos1, pos2, g1, g2, tcode, plan, shared, sub, False)
+            if not whole:
+                out[:, part1, part2] = sub
         return out, out.mean(axis=0)
     # Only the average is wanted: each block of rows adds its outputs into a grid of its own
     total = np.zeros((G1, G2, K))
-    for pos1, g1, part1 in slices1:
-        for pos2, g2, part2 in slices2:
-            plan = walk_plan(ens, f1, f2, pos1, pos2, g1, g2)
-            block, parts = walk_layout(n, g1 * g2 * ens.n_raw, len(ens.roots), plan[0])
-            sums = np.zeros((-(-n // block), g1, g2, K))
-            with _KERNEL_LOCK:
-                ice_tree_kernel(Xw, f1, f2, pos1, pos2, g1, g2, nodes, thr, ens.missing_go_left, cat_start,
-                                cat_bits, ens.value, ens.roots, ens.base, ens.scale, tcode, ens.max_depth, block,
-                                parts, sums, True, plan)
-            total[part1, part2] = sums.sum(axis=0)
+    for pos1, g1, part1, pos2, g2, part2, plan in walks:
+        total[part1, part2] = _ice_blocks(ens, Xw, f1, f2, pos1, pos2, g1, g2, tcode, plan, shared, None,
+                                          True).sum(axis=0)
     return None, total / n
+
+
+#: rows per piece where a small walk is shared with a helper thread (fewer pieces: less to share)
+_SHARED_BLOCK_ROWS = 256
+
+
+def _ice_blocks(ens, Xw, f1, f2, pos1, pos2, G1, G2, tcode, plan, shared: bool, out, mean: bool):
+    """One walk of :func:`ice_tree_kernel` over every row of ``Xw``: the outputs into ``out``
+    (n, G1, G2, K), or (``mean``) returned summed per block of rows (n_blocks, G1, G2, K).
+
+    ``shared`` (small work, on one thread of several): blocks of _SHARED_BLOCK_ROWS rows are
+    walked one at a time by this thread and a helper thread (:func:`~explainers.effects._sharing.share`),
+    each by :func:`~explainers.effects._tree_kernels.ice_block`, the loop body of the kernel: the
+    same outputs, and the same block sums as a block of that size, whichever thread walks it.
+    """
+    from ..trees.walks import rules_of
+    from ._sharing import share
+    from ._tree_kernels import ice_block, ice_tree_kernel
+
+    n = Xw.shape[0]
+    K = 2 if tcode == 2 else ens.n_raw
+    nodes, thr = ens.packed_nodes
+    cat_start, cat_bits = rules_of(ens)
+    block, parts = walk_layout(n, G1 * G2 * ens.n_raw, len(ens.roots), plan[0])
+    if shared and parts == 1 and n > _SHARED_BLOCK_ROWS:
+        block = _SHARED_BLOCK_ROWS
+    n_blocks = -(-n // block)
+    if mean:
+        out = np.zeros((n_blocks, G1, G2, K))
+    args = (f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, cat_start, cat_bits, ens.value,
+            ens.roots, ens.base, ens.scale, tcode)
+    if block == _SHARED_BLOCK_ROWS and shared:
+        def walk(k: int) -> None:
+            start = k * block
+            stop = min(n, start + block)
+            ice_block(Xw, start, stop, *args, ens.max_depth + 2, out[k:k + 1] if mean else out[start:stop],
+                      mean, plan)
+
+        share(walk, n_blocks)
+        return out
+    with _KERNEL_LOCK:
+        ice_tree_kernel(Xw, *args, ens.max_depth, block, parts, out, mean, plan)
+    return out
 
 
 def ice_block_rows(n: int, values_per_row: int, bounds=None) -> int:
@@ -292,16 +360,18 @@ ONE_THREAD_WORK = 4_000_000
 @contextmanager
 def threads_for(work: int):
     """Run the block's compiled kernels on one thread where ``work`` is below ONE_THREAD_WORK
-    (numba's thread count is the calling thread's own: other threads keep theirs)."""
+    (numba's thread count is the calling thread's own: other threads keep theirs). Yields
+    whether it did so on a machine with more threads: such work may still be shared with a
+    helper thread that wakes in time (:func:`~explainers.effects._sharing.share`)."""
     import numba
 
     before = numba.get_num_threads()
     if work >= ONE_THREAD_WORK or before == 1:
-        yield
+        yield False
         return
     numba.set_num_threads(1)
     try:
-        yield
+        yield True
     finally:
         numba.set_num_threads(before)
 
@@ -719,8 +789,8 @@ def _tree_curves(plan, adapter: ModelAdapter, work: pd.DataFrame, cols, grids, k
     """ICE (or None) and average from the compiled tree walk, in the adapter's output space."""
     ens, transform = plan
     cells = int(np.prod([len(g) for g in grids])) * (2 if transform == "sigmoid" else ens.n_raw)
-    with threads_for(len(work) * (len(ens.roots) + cells)):
-        ice, avg = _tree_ice(ens, transform, work, cols, grids, keep_ice)
+    with threads_for(len(work) * (len(ens.roots) + cells)) as shared:
+        ice, avg = _tree_ice(ens, transform, work, cols, grids, keep_ice, shared)
     if len(cols) == 1:  # drop the unit second grid axis of the kernel
         ice = None if ice is None else ice[:, :, 0, :]
         avg = avg[:, 0, :]
