@@ -16,7 +16,7 @@ from numba import njit, prange
 from ..trees.mask_walk import walk_trees
 from ..trees.walks import prefix_sum, prefix_sums
 
-__all__ = ["ice_tree_kernel", "ice_block", "pd_sum_kernel", "recursion_kernel"]
+__all__ = ["ice_tree_kernel", "ice_block", "pd_sum_kernel", "pd_sum_block", "recursion_kernel"]
 
 #: rows whose outputs are written together when ICE is finished from the sums
 _TILE = 16
@@ -295,10 +295,18 @@ def pd_sum_kernel(
         part = job % parts
         start = blk * block
         stop = min(n, start + block)
-        D = sums[job]
-        walk_trees(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
-                   value, roots, np.arange(roots.shape[0])[part::parts], depth, D, False, plan)
-        prefix_sums(D)
+        pd_sum_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+                     value, roots, np.arange(roots.shape[0])[part::parts], depth, sums[job], plan)
+
+
+@njit(cache=True, nogil=True)
+def pd_sum_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits, value,
+                 roots, trees, depth, D, plan):  # pragma: no cover - compiled
+    """One job of :func:`pd_sum_kernel`, on the calling thread: the sum over rows ``start:stop``
+    of trees ``trees``' unscaled sums into D (G1, G2, n_raw, 1), after the prefix sums."""
+    walk_trees(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
+               value, roots, trees, depth, D, False, plan)
+    prefix_sums(D)
 
 
 @njit(cache=True, nogil=True)
