@@ -250,24 +250,14 @@ def exp_in_place(x, m, bits):  # pragma: no cover - compiled
         for i in range(m):
             x[i] = np.exp(x[i])
         return
-    c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 = _C
     for i in range(m):
         v = x[i]
         k = np.floor(v * _LOG2E + 0.5)
         r = (v - k * _LN2_HI) - k * _LN2_LO
-        p = c13 * r + c12
-        p = p * r + c11
-        p = p * r + c10
-        p = p * r + c9
-        p = p * r + c8
-        p = p * r + c7
-        p = p * r + c6
-        p = p * r + c5
-        p = p * r + c4
-        p = p * r + c3
-        p = p * r + c2
-        p = p * r + c1
-        x[i] = p * r + c0
+        p = _C[13]
+        for j in range(12, -1, -1):  # Horner's rule (unrolled by the compiler)
+            p = p * r + _C[j]
+        x[i] = p
         bits[i] = (np.int64(k) + 1023) << 52  # 2^k as a float64's bits
     two_k = bits[:m].view(np.float64)
     for i in range(m):
