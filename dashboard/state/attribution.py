@@ -19,7 +19,7 @@ from .costs import (first_block, next_block, out_of_reach_note as _out_of_reach_
                     shap_fixed_seconds, shap_is_fast, shap_seconds_per_row, slow_by_kind)
 from .outputs import adapter_output, log_odds_output, shap_output, target_output
 from .predictions import all_labels, all_predictions
-from .rows import _nested_rows, _RowStore, background
+from .rows import _nested_rows, _RowStore, background, explain_into
 from .worker import _POLL_S, in_worker
 
 
@@ -118,8 +118,6 @@ def explain_row(ctx: ModelContext, row: int, method: str, missing: tuple[str, ..
 def _explain_rows(ctx: ModelContext, method: str, output: str, positions: np.ndarray, store: _RowStore,
                   cancel: threading.Event, state: dict, block: int, fixed: float) -> None:
     """Worker thread: explain the unclaimed rows of ``positions`` block by block into ``store``."""
-    from explainers.shap import explain
-
     bg = background(ctx)
     try:
         while not cancel.is_set():
@@ -129,12 +127,11 @@ def _explain_rows(ctx: ModelContext, method: str, output: str, positions: np.nda
             state["partial"] = 0
             t0 = time.perf_counter()
             try:
-                res = explain(ctx.model, ctx.X.iloc[rows], background=bg, method=method, output=output,
-                              progress=lambda done, total: state.__setitem__("partial", done))
+                explain_into(ctx, ctx.X.iloc[rows], rows, store, method, output, bg,
+                             progress=lambda done, total: state.__setitem__("partial", done))
             except BaseException:
                 store.release(rows)
                 raise
-            store.put(rows, res)
             state["partial"] = 0
             block = next_block(block, time.perf_counter() - t0, fixed)
     except BaseException as exc:  # handed to the waiting script
@@ -211,11 +208,7 @@ def _assemble(ctx: ModelContext, store: _RowStore, positions: np.ndarray):
     """The sample's ShapResult from the kept rows."""
     from explainers.shap import ShapResult
 
-    with store.lock:
-        parts = [store.rows[int(r)] for r in positions]
-        meta = dict(store.meta)
-    # np.array of the rows' equal-shaped arrays stacks them as np.stack does, 3x faster (442 rows: 0.14 ms -> 0.05)
-    values, base, preds, missing = (np.array([p[k] for p in parts]) for k in range(4))
+    (values, base, preds, missing), meta = store.stacked(positions)
     return ShapResult(
         values=values, base_values=base, predictions=preds, feature_names=meta["feature_names"],
         missing=missing, method=meta["method"], output=meta["output"],

