@@ -384,3 +384,33 @@ def test_share_runs_each_piece_once_and_raises_a_pieces_error():
 
     with pytest.raises(ValueError, match="piece 3"):
         share(bad, 5)
+
+
+@pytest.mark.parametrize("name", ["xgb_reg", "xgb_3class", "lgb_bin", "lgb_pois", "rf_small"])
+def test_predict_by_masks_equals_the_group_walk_bit_for_bit(fits, name):
+    """A plain predict by the masks (every tree fits a predict plan): the group walk's tree sums,
+    exactly, on rows with NaN in both directions; predict_raw uses it."""
+    from explainers.trees.walks import tree_sums_kernel
+
+    X, models = fits
+    ens = flatten_model(models[name])
+    Xw = ens.prepare_inputs(X.fillna(0) if name == "rf_small" else X)
+    plan = mask_walk.predict_plan(ens)
+    assert plan[0] and mask_walk.predict_plan(ens) is plan  # kept on the ensemble
+    nodes, thr = ens.packed_nodes
+    for block in (1, 37, 300):
+        got, want = np.empty((len(Xw), ens.n_raw)), np.empty((len(Xw), ens.n_raw))
+        mask_walk.mask_tree_sums_kernel(Xw, nodes, thr, ens.missing_go_left, np.ascontiguousarray(ens.value), plan,
+                                        block, got)
+        tree_sums_kernel(Xw, nodes, thr, ens.missing_go_left, *rules_of(ens), np.ascontiguousarray(ens.value),
+                         ens.roots, ens.max_depth, block, want)
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ens.tree_sums(Xw, 64), want)
+
+
+def test_predict_takes_the_group_walk_where_a_tree_has_more_than_64_leaves():
+    X, y = _data(400)
+    rf = RandomForestRegressor(3, random_state=0).fit(X.fillna(0), y)  # unlimited depth: hundreds of leaves
+    ens = flatten_model(rf)
+    assert not mask_walk.predict_plan(ens)[0]
+    np.testing.assert_allclose(ens.predict(X.fillna(0))[:, 0], rf.predict(X.fillna(0)), rtol=0, atol=1e-12)

@@ -5,7 +5,8 @@ synthetic rows ``(x_S, b_~S)``. scikit-learn walks each row down each tree on
 its own, one mispredicted branch per node; the flattened ensemble
 (:func:`explainers.trees.flatten_model`) walks a block of rows down each
 tree together, partitioning it at each split in one branch-free pass
-(:func:`explainers.trees.walks.tree_sums_kernel`). Same trees, same routing
+(:meth:`explainers.trees.ensemble.TreeEnsemble.tree_sums`: the group walk, or the mask walk
+where the trees fit it). Same trees, same routing
 (NaN directions, float32 rounding of scikit-learn trees), the model's own
 output link: the predictions agree with ``predict`` / ``predict_proba`` /
 ``decision_function`` to rounding (the tree sums are added in another order).
@@ -87,14 +88,8 @@ class TreePredictor:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Outputs of shape (n, n_cols) for float rows in the model's column order."""
-        from ..trees.walks import rules_of, tree_sums_kernel
-
         ens = self.ens
-        Xw = ens.prepare_inputs(X)
-        sums = np.empty((len(Xw), ens.n_raw))
-        tree_sums_kernel(Xw, self.nodes, self.thr, ens.missing_go_left, *rules_of(ens), ens.value, ens.roots,
-                         ens.max_depth, _BLOCK_ROWS, sums)
-        raw = ens.base[None, :] + ens.scale * sums
+        raw = ens.base[None, :] + ens.scale * ens.tree_sums(ens.prepare_inputs(X), _BLOCK_ROWS)
         if self.kind == "margin":
             return raw
         out = ens.transform_raw(raw)

@@ -355,16 +355,31 @@ class TreeEnsemble:
         -------
         ndarray of shape (n_samples, n_raw)
         """
-        from .walks import predict_block_rows, rules_of, tree_sums_kernel
+        from .walks import predict_block_rows
 
         Xw = self.prepare_inputs(X)
         if Xw.ndim != 2 or Xw.shape[1] != self.n_features:
             raise ValueError(f"expected rows of {self.n_features} columns, got shape {Xw.shape}")
+        return self.base[None, :] + self.scale * self.tree_sums(Xw, predict_block_rows(len(Xw)))
+
+    def tree_sums(self, Xw: np.ndarray, block: int) -> np.ndarray:
+        """Unscaled tree sums of prepared rows (n, n_raw), in blocks of ``block`` rows: by the masks
+        of :func:`~explainers.trees.mask_walk.mask_tree_sums_kernel` where every tree has at most 64
+        leaves and no rule, else by the group walk (:func:`~explainers.trees.walks.tree_sums_kernel`);
+        the same sums either way."""
+        from .mask_walk import mask_tree_sums_kernel, predict_plan
+        from .walks import rules_of, tree_sums_kernel
+
         nodes, thr = self.packed_nodes
         total = np.empty((len(Xw), self.n_raw))
-        tree_sums_kernel(Xw, nodes, thr, self.missing_go_left, *rules_of(self), np.ascontiguousarray(self.value),
-                         self.roots, self.max_depth, predict_block_rows(len(Xw)), total)
-        return self.base[None, :] + self.scale * total
+        value = np.ascontiguousarray(self.value)
+        plan = predict_plan(self)
+        if plan[0]:
+            mask_tree_sums_kernel(Xw, nodes, thr, self.missing_go_left, value, plan, block, total)
+        else:
+            tree_sums_kernel(Xw, nodes, thr, self.missing_go_left, *rules_of(self), value, self.roots,
+                             self.max_depth, block, total)
+        return total
 
     def transform_raw(self, raw: np.ndarray) -> np.ndarray:
         """Apply the output transform to raw predictions of shape (n, n_raw)."""

