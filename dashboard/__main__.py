@@ -22,26 +22,6 @@ PRELOAD = ("dashboard.state", "dashboard.widgets", "dashboard.messages", "dashbo
            "explainers.quality", "explainers.summary", "skops.io", "plotly.graph_objects")
 
 
-#: the libraries those modules import (about 2.5 s of a fresh interpreter's 3.5: scikit-learn and
-#: SciPy alone 1.1 s), imported from the process start, beside the server's own start: none of
-#: them touches Streamlit, whose caches the dashboard's modules bind when the server runs
-EARLY = ("pandas", "pyarrow.parquet", "numba", "scipy.stats", "sklearn.base", "sklearn.metrics", "plotly.graph_objects")
-
-
-def import_early(modules=EARLY) -> threading.Thread:
-    """Import ``modules`` in a background thread now (a failure is left to whoever imports it later)."""
-    def run():
-        for name in modules:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - imported again where used, and reported there
-                pass
-
-    thread = threading.Thread(target=run, name="glassbox-early-imports", daemon=True)
-    thread.start()
-    return thread
-
-
 def command(argv: list[str]) -> list[str]:
     """The ``streamlit`` command line: ``run``, the app, the defaults not overridden, then ``argv``."""
     from dashboard.server import START_FLAGS
@@ -116,7 +96,6 @@ def main(argv: list[str] | None = None) -> None:
     from streamlit.web import cli
 
     args = command(list(sys.argv[1:] if argv is None else argv))
-    import_early()
     try:
         preload_after_listening(_listen_address(args), then=_preload_default_model)
     except ValueError:  # a port Streamlit will refuse with its own message

@@ -37,19 +37,3 @@ def test_modules_are_imported_only_once_the_port_answers(tmp_path, monkeypatch):
     assert sys.modules["glassbox_preload_probe"].IMPORTED_AT >= listening
     assert "glassbox_preload_broken" not in sys.modules
     sys.modules.pop("glassbox_preload_probe", None)
-
-
-def test_libraries_are_imported_early_in_a_thread_and_a_failure_is_skipped(tmp_path, monkeypatch):
-    from dashboard.__main__ import EARLY, import_early
-
-    (tmp_path / "glassbox_early_probe.py").write_text("X = 1\n")
-    (tmp_path / "glassbox_early_broken.py").write_text("raise RuntimeError('broken')\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("glassbox_early_probe", None)
-    thread = import_early(("glassbox_early_broken", "glassbox_early_probe"))
-    thread.join(20)
-    assert not thread.is_alive() and sys.modules["glassbox_early_probe"].X == 1
-    assert "glassbox_early_broken" not in sys.modules
-    sys.modules.pop("glassbox_early_probe", None)
-    # the early list is libraries only: none of the dashboard's modules (they bind Streamlit's caches)
-    assert not [m for m in EARLY if m.split(".")[0] in ("dashboard", "explainers", "streamlit")]
