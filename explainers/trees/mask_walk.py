@@ -208,23 +208,31 @@ def mask_walk_block(Xw, start, stop, nodes, thr, missing_left, value, node_start
     XbT = np.ascontiguousarray(Xw[start:stop].T)
     M = np.empty(m, np.uint64)
     for t in trees:
-        l0 = leaf_start[t]
-        everything = _bits(0, leaf_start[t + 1] - l0)
-        for i in range(m):
-            M[i] = everything
-        for q in range(node_start[t], node_start[t + 1]):
-            node = q_node[q]
-            x = XbT[nodes[node, 0]]
-            th = thr[node, 3]
-            kr = keep_right[q]
-            kl = keep_left[q]
-            if missing_left[node]:  # NaN compares false: it goes left
-                for i in range(m):
-                    M[i] &= kr if x[i] > th else kl
-            else:
-                for i in range(m):
-                    M[i] &= kl if x[i] <= th else kr
-        _leaves_by_passes(M, l0, leaf_start[t + 1], leaf_node, leaf_box, value, G1, G2, D, per_row)
+        _kept_leaves(XbT, M, t, nodes, thr, missing_left, node_start, q_node, keep_right, keep_left, leaf_start)
+        _leaves_by_passes(M, leaf_start[t], leaf_start[t + 1], leaf_node, leaf_box, value, G1, G2, D, per_row)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _kept_leaves(XbT, M, t, nodes, thr, missing_left, node_start, q_node, keep_right, keep_left,
+                 leaf_start):  # pragma: no cover - compiled
+    """Each row's mask of tree t's leaves its path reaches (XbT: the rows' columns): all of them,
+    then, split by split on another feature, one AND clearing those of the child it does not take."""
+    m = M.shape[0]
+    everything = _bits(0, leaf_start[t + 1] - leaf_start[t])
+    for i in range(m):
+        M[i] = everything
+    for q in range(node_start[t], node_start[t + 1]):
+        node = q_node[q]
+        x = XbT[nodes[node, 0]]
+        th = thr[node, 3]
+        kr = keep_right[q]
+        kl = keep_left[q]
+        if missing_left[node]:  # NaN compares false: it goes left
+            for i in range(m):
+                M[i] &= kr if x[i] > th else kl
+        else:
+            for i in range(m):
+                M[i] &= kl if x[i] <= th else kr
 
 
 @njit(cache=True, nogil=True)
@@ -342,21 +350,7 @@ def mask_tree_sums_kernel(Xw, nodes, thr, missing_left, value, plan, block, out)
         D = np.zeros((R, m))
         for t in range(T):
             l0 = leaf_start[t]
-            everything = _bits(0, leaf_start[t + 1] - l0)
-            for i in range(m):
-                M[i] = everything
-            for q in range(node_start[t], node_start[t + 1]):
-                node = q_node[q]
-                x = XbT[nodes[node, 0]]
-                th = thr[node, 3]
-                kr = keep_right[q]
-                kl = keep_left[q]
-                if missing_left[node]:  # NaN compares false: it goes left
-                    for i in range(m):
-                        M[i] &= kr if x[i] > th else kl
-                else:
-                    for i in range(m):
-                        M[i] &= kl if x[i] <= th else kr
+            _kept_leaves(XbT, M, t, nodes, thr, missing_left, node_start, q_node, keep_right, keep_left, leaf_start)
             for r in range(R):
                 d = D[r]
                 for i in range(m):  # one leaf is left of each row's: its lowest bit
