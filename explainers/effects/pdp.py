@@ -371,10 +371,11 @@ def ice_block_rows(n: int, values_per_row: int, bounds=None) -> int:
     return balanced_block_rows(n, lo, cap)
 
 
-#: work (rows x (trees + grid cells x outputs)) below which a tree PD call runs on one thread: waking a
-#: second thread after a pause took about 10 ms on these machines (the 3-class XGBoost's 1,000 rows:
-#: 5 ms a call back to back on two threads, 15-18 ms after a pause, 7 ms on one thread), more than
-#: a small walk saves
+#: work (rows x (trees + grid cells x outputs)) below which a tree PD call runs on numba's one thread:
+#: waking its second thread after a pause took about 10 ms on these machines (the 3-class XGBoost's
+#: 1,000 rows: 5 ms a call back to back on two threads, 15-18 ms after a pause, 7 ms on one thread),
+#: more than a small walk saves. Such work is shared with a helper thread instead, which wakes in
+#: about 0.1 ms; a call waits only for a piece it took (:mod:`explainers.effects._sharing`)
 ONE_THREAD_WORK = 4_000_000
 
 
