@@ -284,10 +284,20 @@ def _tree_ice(ens, transform: str, frame: pd.DataFrame, cols: list[int], grids, 
 _SHARED_BLOCK_ROWS = 128
 
 
+def _shared_rows(shared: bool, n: int, block: int, parts: int) -> int:
+    """Rows per piece where a walk of ``n`` rows is shared with the helper thread (small work whose
+    trees are not split in parts, at least _SHARED_BLOCK_ROWS rows a piece): two pieces, no larger
+    than a block; 0 where it is not shared. (Two pieces: the helper wakes in about 0.1 ms; the
+    3-class XGBoost model's 1,000 rows took 3.5 ms in two pieces, 3.8-4.0 in four, 4.0-4.4 in six.)"""
+    if not shared or parts != 1 or n < 2 * _SHARED_BLOCK_ROWS:
+        return 0
+    return min(block, -(-n // 2))
+
+
 def _tree_sums(ens, Xw, f1, f2, pos1, pos2, G1, G2, plan, shared: bool) -> np.ndarray:
     """The unscaled tree sums at every grid point, summed over the rows of ``Xw`` (G1, G2, n_raw),
-    by :func:`~explainers.effects._tree_kernels.pd_sum_kernel`; ``shared``: in two pieces, as
-    :func:`_ice_blocks`."""
+    by :func:`~explainers.effects._tree_kernels.pd_sum_kernel`; ``shared``: in pieces
+    (:func:`_shared_rows`), as :func:`_ice_blocks`."""
     from ..trees.walks import rules_of
     from ._sharing import share
     from ._tree_kernels import pd_sum_block, pd_sum_kernel
@@ -297,12 +307,12 @@ def _tree_sums(ens, Xw, f1, f2, pos1, pos2, G1, G2, plan, shared: bool) -> np.nd
     cat_start, cat_bits = rules_of(ens)
     block, parts = walk_layout(n, 1, len(ens.roots), plan[0], _TREE_SUM_BLOCK_ROWS)
     args = (f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, cat_start, cat_bits, ens.value, ens.roots)
-    if shared and parts == 1 and n >= 2 * _SHARED_BLOCK_ROWS:
-        half = -(-n // 2)
-        sums = np.zeros((2, G1, G2, ens.n_raw, 1))
+    piece = _shared_rows(shared, n, block, parts)
+    if piece:
+        sums = np.zeros((-(-n // piece), G1, G2, ens.n_raw, 1))
         trees = np.arange(len(ens.roots))
-        share(lambda k: pd_sum_block(Xw, k * half, min(n, (k + 1) * half), *args, trees, ens.max_depth + 2,
-                                     sums[k], plan), 2)
+        share(lambda k: pd_sum_block(Xw, k * piece, min(n, (k + 1) * piece), *args, trees, ens.max_depth + 2,
+                                     sums[k], plan), len(sums))
     else:
         sums = np.zeros((-(-n // block) * parts, G1, G2, ens.n_raw, 1))
         with _KERNEL_LOCK:
@@ -314,13 +324,11 @@ def _ice_blocks(ens, Xw, f1, f2, pos1, pos2, G1, G2, tcode, plan, shared: bool, 
     """One walk of :func:`ice_tree_kernel` over every row of ``Xw``: the outputs into ``out``
     (n, G1, G2, K), or (``mean``) returned summed per block of rows (n_blocks, G1, G2, K).
 
-    ``shared`` (small work, on one thread of several): the rows are cut in two pieces (of at
-    least _SHARED_BLOCK_ROWS rows, and no more than a block holds), walked by this thread and a
-    helper thread (:func:`~explainers.effects._sharing.share`), each by
+    ``shared`` (small work, on one thread of several): the rows are cut in pieces
+    (:func:`_shared_rows`), walked by this thread and a helper thread
+    (:func:`~explainers.effects._sharing.share`), each by
     :func:`~explainers.effects._tree_kernels.ice_block`, the loop body of the kernel: the same
-    outputs, and the same block sums as a block of that size, whichever thread walks it. (Two
-    pieces: the helper wakes in about 0.1 ms; the 3-class XGBoost model's 1,000 rows took 3.5 ms
-    in two pieces, 3.8-4.0 in four, 4.0-4.4 in six.)
+    outputs, and the same block sums as a block of that size, whichever thread walks it.
     """
     from ..trees.walks import rules_of
     from ._sharing import share
@@ -331,15 +339,14 @@ def _ice_blocks(ens, Xw, f1, f2, pos1, pos2, G1, G2, tcode, plan, shared: bool, 
     nodes, thr = ens.packed_nodes
     cat_start, cat_bits = rules_of(ens)
     block, parts = walk_layout(n, G1 * G2 * ens.n_raw, len(ens.roots), plan[0])
-    shared = shared and parts == 1 and n >= 2 * _SHARED_BLOCK_ROWS
-    if shared:
-        block = min(block, -(-n // 2))
+    piece = _shared_rows(shared, n, block, parts)
+    block = piece or block
     n_blocks = -(-n // block)
     if mean:
         out = np.zeros((n_blocks, G1, G2, K))
     args = (f1, f2, pos1, pos2, G1, G2, nodes, thr, ens.missing_go_left, cat_start, cat_bits, ens.value,
             ens.roots, ens.base, ens.scale, tcode)
-    if shared:
+    if piece:
         def walk(k: int) -> None:
             start = k * block
             stop = min(n, start + block)
