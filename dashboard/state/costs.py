@@ -279,6 +279,18 @@ def sample_cost(ctx: ModelContext, method: str, n_rows: int, output: str | None 
     return cost, max(10, int(max(SLOW_VIEW_S - fixed, per_row) / per_row) // 10 * 10)
 
 
+def most_within(cost, lo: int, hi: int, budget: float) -> int:
+    """The largest n in [lo, hi] with ``cost(n) <= budget``, for a cost that grows with n (``lo``
+    where none above it fits): ``hi`` first, then halving the range (a view's cost function runs a
+    handful of times, not once per candidate)."""
+    if cost(hi) <= budget:
+        return hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if cost(mid) <= budget else (lo, mid - 1)
+    return lo
+
+
 def block_seconds(fixed: float) -> float:
     """Seconds one block of SHAP rows should take: BLOCK_S, or four times a call's fixed cost
     (tree SHAP builds its leaf tables per call) so that the rows, not the calls, take the time."""

@@ -288,7 +288,8 @@ def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int,
     |SHAP| by the SHAP sample's estimate (blocks included). MDI and the libraries' own
     importances cost nothing here. ``with_fits=False``: the estimate alone (the rows returned
     are ``max_rows``)."""
-    from .costs import SLOW_VIEW_S, predict_seconds_per_row, sample_cost, shap_fixed_seconds, shap_seconds_per_row
+    from .costs import (SLOW_VIEW_S, most_within, predict_seconds_per_row, sample_cost, shap_fixed_seconds,
+                        shap_seconds_per_row)
 
     budget = SLOW_VIEW_S if budget is None else float(budget)
     perm_fixed = perm_row = 0.0
@@ -310,12 +311,9 @@ def importance_cost(ctx: ModelContext, methods, n_repeats: int, max_rows: int,
     if not with_fits:
         return cost(int(max_rows)), int(max_rows)
     # the most rows, in steps of 50, whose cost fits the budget (the cost grows with the rows): halving
-    # the range, not a step at a time (a table of a million rows took 13 s of estimates a page run)
-    lo, hi = 0, max(50, int(max_rows)) // 50  # 0: even the fewest rows (50) take longer
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if cost(50 * mid) <= budget else (lo, mid - 1)
-    return cost(int(max_rows)), 50 * lo
+    # the range, not a step at a time (a table of a million rows took 13 s of estimates a page run);
+    # 0: even the fewest rows (50) take longer
+    return cost(int(max_rows)), 50 * most_within(lambda j: cost(50 * j), 0, max(50, int(max_rows)) // 50, budget)
 
 
 #: the rows the Importance page uses unless told: fewer where they take longer than START_VIEW_S

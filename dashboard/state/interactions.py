@@ -103,7 +103,7 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
     (:func:`h_brute_line`), else the predict's; H by the tree walk follows the rows on two probes
     (:func:`h_walk_seconds`).
     """
-    from .costs import SLOW_VIEW_S, predict_seconds_per_row
+    from .costs import SLOW_VIEW_S, most_within, predict_seconds_per_row
 
     budget = SLOW_VIEW_S if budget is None else float(budget)
     method, _ = interaction_method(ctx)
@@ -127,13 +127,7 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
         return h + ((fixed + per_row * shap_rows) if shap_rows else 0.0)
 
     # the most rows whose cost fits the budget (the cost grows with the rows: nested samples)
-    lo, hi = 2, max(2, min(int(n_rows), len(ctx.X)))
-    if cost(hi) <= budget:
-        lo = hi
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if cost(mid) <= budget else (lo, mid - 1)
-    return cost(int(n_rows)), max(20, lo)
+    return cost(int(n_rows)), max(20, most_within(cost, 2, max(2, min(int(n_rows), len(ctx.X))), budget))
 
 
 def default_rows(ctx: ModelContext, k: int = MAX_FEATURES) -> tuple[int, int]:
