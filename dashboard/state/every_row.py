@@ -17,9 +17,7 @@ from .cache import result_cache
 from .context import ModelContext
 from .costs import blocks_seconds, first_block, next_block, out_of_reach_note, shap_cost_line, shap_is_fast
 from .rows import background
-
-#: seconds between the page's looks at the worker
-_POLL_S = 0.25
+from .worker import _POLL_S  # seconds between the page's looks at the worker
 
 
 class _Sums:
