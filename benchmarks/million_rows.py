@@ -22,7 +22,9 @@ cached on disk by an earlier run is reused), and measures
   the page's first Plotly chart drawn ("chart"; a table where the page has no chart:
   "table"), or to a cost warning with a "Compute anyway" button, which is not pressed
   ("warning"), or to an error on the page ("error"); "idle" is when the script run
-  ended. The Model page's cold visit is the session's first page, timed from the browser's
+  ended. A chart, table or error counts from the animation frame in which the browser first
+  drew it (its own record, on the machine's clock), not from when Playwright's polling saw
+  it: in a renderer busy with plotly.js that came up to a second later. The Model page's cold visit is the session's first page, timed from the browser's
   first request (the server already listening; ``--first-visit-after S`` waits S seconds
   first, as a visitor who comes once the server has read its model and data). Every wait is bounded by ``--timeout`` (a
   page past it reads "timeout", and the next page starts from a fresh load);
@@ -86,6 +88,33 @@ LIVE = '[data-testid="stElementContainer"]:not([data-stale="true"])'
 CHART = f'{LIVE} [data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 TABLE = f'{LIVE} [data-testid="stDataFrame"], {LIVE} [data-testid="stTable"]'
 EXCEPTION = f'{LIVE} [data-testid="stException"]'
+#: the browser's own record of when each chart, table or error was first drawn: every animation
+#: frame, the time (Date.now(), the machine's clock) at which an element of a kind first has a size
+#: and is not stale. Playwright's polling reads the page from outside: in a renderer busy parsing
+#: plotly.js it answered up to a second after the table was on the screen.
+FRAME_CLOCK_JS = """
+(() => {
+  const kinds = {chart: '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg',
+                 table: '[data-testid="stDataFrame"], [data-testid="stTable"]',
+                 error: '[data-testid="stException"]'};
+  const shown = new WeakMap();
+  window.__gbDrawn = [];
+  const frame = () => {
+    const now = Date.now();
+    for (const [kind, sel] of Object.entries(kinds)) {
+      for (const el of document.querySelectorAll(sel)) {
+        const box = el.getBoundingClientRect();
+        const on = box.width > 0 && box.height > 0 && !el.closest('[data-stale="true"]');
+        if (on && !shown.get(el)) window.__gbDrawn.push([kind, now]);
+        shown.set(el, on);
+      }
+    }
+    if (window.__gbDrawn.length > 4000) window.__gbDrawn.splice(0, 2000);
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+})();
+"""
 ALERT = f'[data-testid="stMain"] {LIVE} [data-testid="stAlert"]'
 
 
@@ -337,6 +366,19 @@ def _wait_quiet(page, deadline: float, quiet: float = 0.6) -> float | None:
     return None
 
 
+def _drawn_at(page, kind: str, since: float) -> float | None:
+    """The machine-clock time (time.time()) at which the browser first drew an element of
+    ``kind`` ("chart", "table", "error") at or after ``since`` (:data:`FRAME_CLOCK_JS`); None
+    where it recorded none."""
+    try:
+        t = page.evaluate(
+            "([kind, since]) => { const ts = (window.__gbDrawn || []).filter(([k, t]) => k === kind && t >= since)"
+            ".map(([k, t]) => t); return ts.length ? Math.min(...ts) : null; }", [kind, since * 1000.0])
+    except Exception:  # noqa: BLE001
+        return None
+    return None if t is None else t / 1000.0
+
+
 def watch_page(page, title: str | None, t0: float, timeout: float, want_table: bool) -> dict:
     """From t0 (a click or a goto): what the page shows first, when, and when its run ends.
 
@@ -344,6 +386,7 @@ def watch_page(page, title: str | None, t0: float, timeout: float, want_table: b
     the Model page (``want_table``), elsewhere only once the run is over with no chart drawn.
     """
     deadline = t0 + timeout
+    wall0 = time.time() - (time.monotonic() - t0)  # t0 on the machine's clock, the browser's record's
     res = {"seen": "timeout", "first": None, "idle": None, "alerts": [], "error": ""}
     heading = _heading(page, title)
     titled = False
@@ -387,6 +430,10 @@ def watch_page(page, title: str | None, t0: float, timeout: float, want_table: b
     if res["first"] is None:
         res["seen"] = "timeout" if titled else "timeout (no title)"
         return res
+    if res["seen"] in ("chart", "table", "error"):  # when the browser drew it, where it recorded that
+        drawn = _drawn_at(page, res["seen"], wall0)
+        if drawn is not None:
+            res["first"] = min(res["first"], max(0.0, drawn - wall0))
     if res["idle"] is None:
         end = _wait_quiet(page, deadline)
         res["idle"] = None if end is None else max(end - t0, res["first"])
@@ -420,6 +467,7 @@ def run_one(label: str, serve_args: list[str], pages: list[str], model_title: st
         browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
                                     args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(FRAME_CLOCK_JS)
         log = open(log_path, "wb")  # noqa: SIM115 - the server writes it until stop_server
         proc, t_start = start_server([*serve_args, "--port", str(port)], log)
         sampler = RssSampler(proc.pid)

@@ -7,19 +7,20 @@ e.g. ``python -m dashboard --server.port 8502 -- --batch-root /data/shap``.
 from __future__ import annotations
 
 import importlib
-import socket
 import sys
 import threading
-import time
 from pathlib import Path
 
 APP = Path(__file__).resolve().parent / "app.py"
 
-#: what the first page's script imports (the app, the Model page, a .skops model's reader, the
-#: figures): imported once the server listens, so the first visitor does not wait for them
-#: (about 1.5 s of a fresh server's first page)
-PRELOAD = ("dashboard.state", "dashboard.widgets", "dashboard.messages", "dashboard.figures",
-           "explainers.quality", "explainers.summary", "skops.io", "plotly.graph_objects")
+#: what the first page's script imports (the app, the Model page, its figure): imported by the
+#: preload thread once the default model's data is read, where the first page has not yet
+PRELOAD = ("dashboard.state", "dashboard.widgets", "dashboard.messages", "dashboard.figures.quality",
+           "explainers.quality", "explainers.summary", "plotly.graph_objects")
+#: what the other pages import (the engines, scikit-learn's metrics, their figures; skops for a
+#: demo or an upload): imported after PRELOAD, so that a page's first visit does not wait for them
+LATER = ("sklearn.metrics", "explainers.shap", "explainers.pdp", "dashboard.figures.shap",
+         "dashboard.figures.pdp", "dashboard.figures.interactions", "dashboard.figures.importance", "skops.io")
 
 
 def command(argv: list[str]) -> list[str]:
@@ -35,44 +36,16 @@ def command(argv: list[str]) -> list[str]:
 PRELOAD_THREAD = "glassbox-preload"
 
 
-def _flag(argv: list[str], name: str, default: str) -> str:
-    """The value of Streamlit's option ``--name`` (``--name=v`` or ``--name v``), the last one given."""
-    own = argv[: argv.index("--")] if "--" in argv else argv
-    value = default
-    for i, a in enumerate(own):
-        if a.startswith(f"--{name}="):
-            value = a.split("=", 1)[1]
-        elif a == f"--{name}" and i + 1 < len(own):
-            value = own[i + 1]
-    return value
+def preload_in_background(then=None, modules=PRELOAD + LATER) -> threading.Thread:
+    """Call ``then()`` (the default model's data and predictions: what the first page waits for),
+    then import ``modules``, in a background thread started at once, beside the server's own start.
 
-
-def _listen_address(argv: list[str]) -> tuple[str, int]:
-    """Where the server will answer: its address (this machine's loopback for "every
-    interface") and port (Streamlit's 8501 when none is named)."""
-    host = _flag(argv, "server.address", "127.0.0.1")
-    return ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host), int(_flag(argv, "server.port", "8501"))
-
-
-def preload_after_listening(address: tuple[str, int], modules=PRELOAD, wait: float = 120.0,
-                            then=None) -> threading.Thread:
-    """Once the server's ``(host, port)`` accepts a connection (not before: the server's own start
-    would share the interpreter with them), call ``then()`` (the default model's data and
-    predictions: what the first page waits for), then import ``modules``, in a background thread.
-    A module that fails to import is left to the page, which says why. (The modules the first page
-    draws with come last: its own script imports them meanwhile, while the data is read. Importing
-    them first held the data back: a fresh million-row server showed its first table 7 s after
-    the first request.)"""
+    Reading a large file is mostly pyarrow's and hashlib's work, outside the interpreter's lock: the
+    server listened as soon (1.3-1.7 s) as when the thread waited for it, and a visitor who comes at
+    once finds the data read a second sooner. A module that fails to import is left to the page,
+    which says why. (The modules come after the data: importing them first held it back; the first
+    page's own script imports what it needs meanwhile.)"""
     def run():
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(address, timeout=0.5):
-                    break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            return
         if then is not None:
             then()
         for name in modules:
@@ -96,10 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     from streamlit.web import cli
 
     args = command(list(sys.argv[1:] if argv is None else argv))
-    try:
-        preload_after_listening(_listen_address(args), then=_preload_default_model)
-    except ValueError:  # a port Streamlit will refuse with its own message
-        pass
+    preload_in_background(then=_preload_default_model)
     sys.argv = ["streamlit", *args]
     sys.exit(cli.main())
 

@@ -31,32 +31,37 @@ def _final_step(model):
 def _estimator_type(est) -> str | None:
     """scikit-learn's estimator type of a bare estimator ("classifier", "regressor",
     "clusterer", "outlier_detector") or None."""
-    try:
-        from sklearn.utils import get_tags
+    own = type(est).__module__.startswith("explainers.")  # ours (a library's file) says it itself
+    if hasattr(est, "__sklearn_tags__") and not own:  # scikit-learn is not imported for these
+        try:
+            from sklearn.utils import get_tags
 
-        kind = get_tags(est).estimator_type
-        if kind is not None:
-            return kind
-    except Exception:  # not a scikit-learn object (or an old one): fall back on attributes
-        pass
+            kind = get_tags(est).estimator_type
+            if kind is not None:
+                return kind
+        except Exception:  # an old or a broken estimator: fall back on attributes
+            pass
     kind = getattr(est, "_estimator_type", None)
     return kind if isinstance(kind, str) else None
+
+
+def is_sklearn(est, name: str) -> bool:
+    """Whether ``est`` is an instance of scikit-learn's class ``name`` (a subclass too), told by
+    the names of its classes: scikit-learn is not imported for a model that is none of its own
+    (with SciPy, about a second of a fresh server's first page)."""
+    return any(c.__name__ == name and c.__module__.startswith("sklearn.") for c in type(est).__mro__)
 
 
 def _unsupervised_refusal(model) -> str | None:
     """Why a fitted model has no supervised prediction to explain (None when it has one)."""
     est = _final_step(model)
     name = type(est).__name__
-    try:
-        from sklearn.base import ClusterMixin, TransformerMixin
-    except ImportError:  # pragma: no cover - scikit-learn is a core dependency
-        ClusterMixin = TransformerMixin = ()  # noqa: N806
-    if _estimator_type(est) == "clusterer" or (ClusterMixin and isinstance(est, ClusterMixin)):
+    if _estimator_type(est) == "clusterer" or is_sklearn(est, "ClusterMixin"):
         return (f"{name} is a clustering model: it has no prediction to explain (its labels are "
                 "cluster numbers, not a regression value or a class). Explain a regressor or "
                 "classifier, e.g. one fitted to predict the cluster labels.")
     if not hasattr(est, "predict") and (
-            (TransformerMixin and isinstance(est, TransformerMixin)) or hasattr(est, "transform")):
+            is_sklearn(est, "TransformerMixin") or hasattr(est, "transform")):
         return (f"{name} is a transformer: it has no prediction to explain (it only transforms "
                 "data). Explain a fitted regressor or classifier, or a Pipeline that ends in one.")
     return None
@@ -82,11 +87,7 @@ def _n_targets(model) -> int:
 
 def is_isolation_forest(model) -> bool:
     """True for a scikit-learn IsolationForest (alone or ending a Pipeline)."""
-    try:
-        from sklearn.ensemble import IsolationForest
-    except ImportError:  # pragma: no cover - scikit-learn is a core dependency
-        return False
-    return isinstance(_final_step(model), IsolationForest)
+    return is_sklearn(_final_step(model), "IsolationForest")
 
 
 def _is_anomaly_model(model) -> bool:
@@ -112,13 +113,7 @@ def detect_task(model) -> str:
             "(multi-output classification), which Glassbox does not explain. Fit one classifier "
             "per target column and explain each."
         )
-    is_clf = False
-    try:
-        from sklearn.base import is_classifier
-
-        is_clf = bool(is_classifier(model))
-    except Exception:  # not a scikit-learn object: fall back on duck typing
-        is_clf = False
+    is_clf = _estimator_type(model) == "classifier"  # scikit-learn's is_classifier, by its tags
     if not is_clf and classes is not None and hasattr(model, "predict_proba"):
         is_clf = True
     if not is_clf:
@@ -220,13 +215,10 @@ def _check_fitted(model) -> None:
             "explained. Pass a fitted scikit-learn estimator or Pipeline, or an object "
             "with predict (and predict_proba for classifiers)."
         )
-    try:
-        from sklearn.base import BaseEstimator
+    if is_sklearn(model, "BaseEstimator"):  # scikit-learn is not imported for another object
         from sklearn.exceptions import NotFittedError
         from sklearn.utils.validation import check_is_fitted
-    except ImportError:  # pragma: no cover - scikit-learn is a core dependency
-        return
-    if isinstance(model, BaseEstimator):
+
         try:
             check_is_fitted(model)
         except NotFittedError:

@@ -21,11 +21,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from sklearn import metrics as skm
-from sklearn.calibration import calibration_curve
 
 from .errors import ExplainerError, InvalidDataError, InvalidModelError, InvalidParameterError, param_error
 from .model import ModelAdapter, _is_anomaly_model
+
+
+class _Metrics:
+    """``sklearn.metrics``, imported on first use: scikit-learn and SciPy take about a second to
+    import, and the Model page of a model read from a library's file needs neither."""
+
+    def __getattr__(self, name: str):
+        from sklearn import metrics
+
+        return getattr(metrics, name)
+
+
+skm = _Metrics()
 
 __all__ = [
     "quality", "classification_quality", "regression_quality", "target_rows",
@@ -238,7 +249,7 @@ class RegressionQuality:
 def target_rows(y) -> tuple[np.ndarray, int]:
     """(positions of the rows with a target, number left out): NaN, None and blank text
     cells are no target."""
-    from .importance._common import missing_target
+    from .cells import missing_target
 
     blank = missing_target(y.to_numpy() if isinstance(y, pd.Series) else np.asarray(y))
     return np.flatnonzero(~blank), int(blank.sum())
@@ -574,6 +585,8 @@ def calibration(y_true, score, *, n_bins: int = 10, label=1) -> CalibrationCurve
         prob_true = np.full(len(bins), float(hit[0]) if len(hit) else np.nan)
         prob_pred = np.bincount(binids, weights=score, minlength=n_bins)[bins] / counts[bins]
     else:
+        from sklearn.calibration import calibration_curve
+
         prob_true, prob_pred = calibration_curve(hit, score, n_bins=n_bins, strategy="uniform")
     return CalibrationCurve(label, prob_pred, prob_true, counts[bins], bins, edges,
                             float(skm.brier_score_loss(hit, score, pos_label=1)) if len(hit) else float("nan"))

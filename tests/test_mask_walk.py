@@ -414,3 +414,30 @@ def test_predict_takes_the_group_walk_where_a_tree_has_more_than_64_leaves():
     ens = flatten_model(rf)
     assert not mask_walk.predict_plan(ens)[0]
     np.testing.assert_allclose(ens.predict(X.fillna(0))[:, 0], rf.predict(X.fillna(0)), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["xgb_reg", "xgb_3class", "lgb_bin"])
+def test_a_large_table_is_predicted_in_chunks_with_the_same_numbers(fits, name, monkeypatch):
+    """predict_raw prepares and walks a large table a chunk of rows at a time (no float32-rounded
+    copy of the whole table): the numbers of one pass, bit for bit, for a frame and an array,
+    chunks that do not divide the rows included; the library's own predict agrees."""
+    import explainers.trees.ensemble as ensemble_module
+
+    X, models = fits
+    ens = flatten_model(models[name])
+    whole = ens.predict_raw(X)
+    prepared = []
+    real = ensemble_module.TreeEnsemble.prepare_inputs
+
+    def counted(self, rows):
+        prepared.append(len(rows))
+        return real(self, rows)
+
+    monkeypatch.setattr(ensemble_module, "PREDICT_CHUNK_ROWS", 64)
+    monkeypatch.setattr(ensemble_module.TreeEnsemble, "prepare_inputs", counted)
+    for rows in (X, X.to_numpy()):
+        prepared.clear()
+        np.testing.assert_array_equal(ens.predict_raw(rows), whole)
+        assert prepared == [64] * (len(X) // 64) + [len(X) % 64]  # no chunk larger than the bound
+    if name == "xgb_reg":
+        np.testing.assert_allclose(ens.predict(X)[:, 0], models[name].predict(X), rtol=1e-6, atol=1e-6)

@@ -15,26 +15,8 @@ Each function takes a result from :mod:`explainers` and returns a
 :func:`plot` picks the figure for any result object, the one its page draws
 (``from dashboard.figures import plot; plot(result)``), for notebooks and reports.
 """
-from .importance import agreement_heatmap_figure, importance_bars_figure
-from .interactions import (
-    interaction_dependence_figure,
-    interaction_heatmap_figure,
-    interaction_pairs_frame,
-    interaction_strength,
-)
-from .pdp import ale2d_figure, ale_figure, pd_range, pdp2d_figure, pdp_figure, pdp_to_csv
-from .quality import (
-    calibration_figure,
-    confusion_figure,
-    distribution_figure,
-    gains_figure,
-    pr_figure,
-    predicted_actual_figure,
-    residual_histogram_figure,
-    residuals_figure,
-    roc_figure,
-)
-from .shap import beeswarm_figure, dependence_figure, force_figure, mean_abs_figure, waterfall_figure
+import importlib
+
 from .style import (
     FONT,
     MISSING,
@@ -47,6 +29,37 @@ from .style import (
     POSITIVE,
     VALUE_SCALE,
 )
+
+#: each figure function's module, imported on first use (``figures.roc_figure`` imports
+#: ``.quality``): the Model page draws one figure, and the SHAP figures alone import the SHAP
+#: engines (about 0.6 s of a fresh server's first page)
+_HOMES = {
+    "importance": ("agreement_heatmap_figure", "importance_bars_figure"),
+    "interactions": ("interaction_dependence_figure", "interaction_heatmap_figure", "interaction_pairs_frame",
+                     "interaction_strength"),
+    "pdp": ("ale2d_figure", "ale_figure", "pd_range", "pdp2d_figure", "pdp_figure", "pdp_to_csv"),
+    "quality": ("calibration_figure", "confusion_figure", "distribution_figure", "gains_figure", "pr_figure",
+                "predicted_actual_figure", "residual_histogram_figure", "residuals_figure", "roc_figure"),
+    "shap": ("beeswarm_figure", "dependence_figure", "force_figure", "mean_abs_figure", "waterfall_figure"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str):
+    """A figure function (or a figure module, ``figures.quality``), its module imported once."""
+    if name in _HOME_OF:
+        value = getattr(importlib.import_module(f".{_HOME_OF[name]}", __name__), name)
+    elif name in _HOMES or name == "compare":
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_HOME_OF, *_HOMES, "compare"})
+
 
 __all__ = [
     "interaction_dependence_figure",
@@ -106,6 +119,10 @@ def plot(result, kind: str | None = None, **kw):
     from explainers.importance import ImportanceComparison, ImportanceResult
     from explainers.pdp import PartialDependenceResult
     from explainers.shap import ShapResult
+
+    from .importance import agreement_heatmap_figure, importance_bars_figure
+    from .pdp import ale2d_figure, ale_figure, pdp2d_figure, pdp_figure
+    from .shap import beeswarm_figure, dependence_figure, force_figure, mean_abs_figure, waterfall_figure
 
     if isinstance(result, (list, tuple)) and result and all(isinstance(r, ImportanceResult) for r in result):
         type_name = "ImportanceResult"

@@ -191,7 +191,7 @@ def classes_from_target(model, y, target: str | None):
     import numpy as np
     import pandas as pd
 
-    from explainers.importance.result import library_label
+    from explainers.trees.native import library_label
 
     if y is None or not _unnamed_classes(model):
         return model, None
@@ -459,10 +459,13 @@ def error_message(exc: BaseException) -> str:
 
 
 # -------------------------------------------------------------- summaries
-@st.cache_data(max_entries=32, show_spinner=False)
 def feature_summary(data_key: str, _X: pd.DataFrame) -> pd.DataFrame:
+    """The Model page's features table of the data ``data_key`` (:func:`explainers.summary.feature_summary`),
+    kept in the result cache: shared by every session and by the preload thread, which may run
+    before Streamlit's runtime exists (a Streamlit data cache filled then was not the pages' one:
+    the first page summarised a million rows again)."""
     from explainers.summary import feature_summary as summary
 
-    return summary(_X)
+    return result_cache().get_or_compute(("feature_summary", data_key), lambda: summary(_X))
 
 

@@ -41,12 +41,16 @@ def _labels_are_argmax(model) -> bool:
     """Whether ``model.predict`` is ``classes_[argmax(predict_proba)]`` by its own code: a tree
     model read from a library file, scikit-learn's forests, trees and histogram boosting (or a
     Pipeline ending in one, whose steps do not change the rows)."""
-    from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier, RandomForestClassifier
-    from sklearn.tree import DecisionTreeClassifier, ExtraTreeClassifier
-
     from explainers.trees.native import NativeTreeClassifier
 
     final = model.steps[-1][1] if hasattr(model, "steps") else model
+    if type(final) is NativeTreeClassifier:  # scikit-learn is not imported for a library's file
+        return hasattr(model, "classes_")
+    if not type(final).__module__.startswith("sklearn."):
+        return False
+    from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier, RandomForestClassifier
+    from sklearn.tree import DecisionTreeClassifier, ExtraTreeClassifier
+
     exact = (NativeTreeClassifier, RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier,
              ExtraTreeClassifier, HistGradientBoostingClassifier)
     return type(final) in exact and hasattr(model, "classes_")

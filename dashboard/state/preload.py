@@ -1,7 +1,8 @@
 """What a fresh server prepares before its first visitor: the model every new session opens
 on (the first served model, else the default demo), with its data, its features table and
-the predictions behind the Model page's score, computed in a background thread once the
-server listens (dashboard/__main__.preload_after_listening).
+the predictions behind the Model page's score, computed in a background thread started with
+the server (dashboard/__main__.preload_in_background), which may run before Streamlit's
+runtime exists: what it keeps goes to the result cache, not to Streamlit's data caches.
 
 A visitor who comes sooner waits for the same computations (the result cache hands a result
 under way to whoever asks for it) rather than running them twice; one who comes later finds

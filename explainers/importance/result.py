@@ -6,21 +6,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..trees.native import LIBRARY_NAMES as _LIBRARIES
+from ..trees.native import library_label
 from .scoring import SCORING_LABELS
 
 __all__ = ["ImportanceResult", "make_result", "library_label"]
 
-_LIBRARIES = {"xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost"}
 _LABELS = {"mdi": "MDI", "oob_permutation": "OOB permutation", "permutation": "Holdout permutation",
            "shap": "Mean |SHAP|"}
 # the boosting libraries' own importances (.native): "xgboost_gain" -> "XGBoost gain"
 _LABELS.update({f"{lib}_{kind.replace(' ', '_')}": f"{name} {kind}"
                 for lib, name in _LIBRARIES.items() for kind in ("gain", "cover", "split count")})
-
-
-def library_label(library: str) -> str:
-    """How a boosting library spells its name (``"xgboost"`` -> ``"XGBoost"``)."""
-    return _LIBRARIES.get(library, library)
 
 
 @dataclass(frozen=True, eq=False)

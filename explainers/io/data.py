@@ -13,6 +13,7 @@ import pandas as pd
 
 from .. import limits
 from ..errors import InvalidDataError
+from ..model import is_sklearn
 from ._files import _read_input, guess_delimiter
 
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -66,14 +67,8 @@ def category_order(model, columns: Sequence[str]) -> dict[str, list]:
                 return {c: list(cats) for c, cats in zip(columns, ens.categories) if cats}
     except Exception:  # noqa: BLE001 - fall back on the encoders
         pass
-    try:
-        from sklearn.compose import ColumnTransformer
-        from sklearn.pipeline import Pipeline
-    except ImportError:  # pragma: no cover
-        return out
-
     def encoder_of(trans):
-        if isinstance(trans, Pipeline):
+        if is_sklearn(trans, "Pipeline"):
             for _, step in trans.steps:
                 if hasattr(step, "categories_"):
                     return step
@@ -81,10 +76,10 @@ def category_order(model, columns: Sequence[str]) -> dict[str, list]:
         return trans if hasattr(trans, "categories_") else None
 
     def visit(est):
-        if isinstance(est, Pipeline):
+        if is_sklearn(est, "Pipeline"):
             for _, step in est.steps:
                 visit(step)
-        elif isinstance(est, ColumnTransformer):
+        elif is_sklearn(est, "ColumnTransformer"):
             for _, trans, cols in getattr(est, "transformers_", []):
                 enc = encoder_of(trans) if not isinstance(trans, str) else None
                 if enc is None:
@@ -113,12 +108,6 @@ def categorical_features(model) -> set[str]:
     categorical features and the boosting libraries' categorical columns.
     """
     found: set[str] = set()
-    try:
-        from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
-        from sklearn.impute import SimpleImputer
-        from sklearn.pipeline import Pipeline
-    except ImportError:  # pragma: no cover
-        return found
 
     def own_names(est, names):
         fitted = getattr(est, "feature_names_in_", None)
@@ -128,9 +117,9 @@ def categorical_features(model) -> set[str]:
 
     def visit(est, names):
         """Add the columns (of ``names``, the columns ``est`` receives) where ``est`` takes text."""
-        if isinstance(est, TransformedTargetRegressor):
+        if is_sklearn(est, "TransformedTargetRegressor"):
             visit(getattr(est, "regressor_", est.regressor), own_names(est, names))
-        elif isinstance(est, Pipeline):
+        elif is_sklearn(est, "Pipeline"):
             cur = own_names(est, names)
             for _, step in est.steps:
                 if step is None or (isinstance(step, str) and step == "passthrough"):
@@ -138,9 +127,9 @@ def categorical_features(model) -> set[str]:
                 visit(step, cur)
                 # an imputer keeps each column in its place (text stays text with
                 # strategy "most_frequent" / "constant"); any other step changes the columns
-                if not isinstance(step, SimpleImputer):
+                if not is_sklearn(step, "SimpleImputer"):
                     break
-        elif isinstance(est, ColumnTransformer):
+        elif is_sklearn(est, "ColumnTransformer"):
             cur = own_names(est, names)
             for _, trans, cols in getattr(est, "transformers_", est.transformers):
                 if isinstance(trans, str):  # "drop" / "passthrough": the final model gets the column

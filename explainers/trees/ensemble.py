@@ -357,10 +357,28 @@ class TreeEnsemble:
         """
         from .walks import predict_block_rows
 
+        n = len(X)
+        if n <= PREDICT_CHUNK_ROWS:
+            Xw = self._checked_inputs(X)
+            return self.base[None, :] + self.scale * self.tree_sums(Xw, predict_block_rows(len(Xw)))
+        # a large table in chunks: its inputs prepared a chunk at a time (a copy of every row
+        # rounded through float32 would be two more tables of its size), the same sums
+        out = np.empty((n, self.n_raw))
+        block = predict_block_rows(PREDICT_CHUNK_ROWS)
+        rows = X.iloc if hasattr(X, "iloc") else X
+        for start in range(0, n, PREDICT_CHUNK_ROWS):
+            stop = min(n, start + PREDICT_CHUNK_ROWS)
+            out[start:stop] = self.tree_sums(self._checked_inputs(rows[start:stop]), block)
+        out *= self.scale
+        out += self.base[None, :]
+        return out
+
+    def _checked_inputs(self, X) -> np.ndarray:
+        """:meth:`prepare_inputs`, refusing rows of another width than the model's."""
         Xw = self.prepare_inputs(X)
         if Xw.ndim != 2 or Xw.shape[1] != self.n_features:
             raise ValueError(f"expected rows of {self.n_features} columns, got shape {Xw.shape}")
-        return self.base[None, :] + self.scale * self.tree_sums(Xw, predict_block_rows(len(Xw)))
+        return Xw
 
     def tree_sums(self, Xw: np.ndarray, block: int) -> np.ndarray:
         """Unscaled tree sums of prepared rows (n, n_raw), in blocks of ``block`` rows: by the masks
@@ -406,6 +424,9 @@ class TreeEnsemble:
         """
         return self.transform_raw(self.predict_raw(X))
 
+
+#: rows :meth:`TreeEnsemble.predict_raw` prepares and walks at a time
+PREDICT_CHUNK_ROWS = 65_536
 
 #: bytes one node of a TreeEnsemble takes besides its leaf values (feature, threshold, children,
 #: missing way, cover, rule start; and the walks' packed copy)

@@ -14,6 +14,15 @@ import numpy as np
 __all__ = ["NativeTreeModel", "NativeTreeRegressor", "NativeTreeClassifier", "native_model", "file_bytes"]
 
 
+#: how each boosting library spells its name
+LIBRARY_NAMES = {"xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost"}
+
+
+def library_label(library: str) -> str:
+    """How a boosting library spells its name (``"xgboost"`` -> ``"XGBoost"``)."""
+    return LIBRARY_NAMES.get(library, library)
+
+
 def file_bytes(data, library: str, reader: str) -> bytes:
     """A model file's bytes as a reader takes them: refused (InvalidModelError) when they
     are not bytes, or over the ``model_bytes`` limit, before anything parses them."""

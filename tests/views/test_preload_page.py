@@ -21,13 +21,18 @@ def test_after_the_preload_the_model_page_predicts_no_row(demo, monkeypatch):
     thread.start()
     thread.join(120)
     assert done == [demo]
-    calls = []
+    calls, summaries = [], []
     real = ModelAdapter.predict
     monkeypatch.setattr(ModelAdapter, "predict", lambda self, X: calls.append(len(X)) or real(self, X))
+    import explainers.summary
+
+    real_summary = explainers.summary.feature_summary
+    monkeypatch.setattr(explainers.summary, "feature_summary", lambda X: summaries.append(len(X)) or real_summary(X))
     at = open_page(demo=demo, timeout=120)
     assert not at.exception and at.get("plotly_chart")
     n = len(state.context.demo_context(demo).X)
     assert n not in calls, calls  # every row's predictions came from the preload
+    assert n not in summaries, summaries  # and its features table (the preload ran outside any Streamlit run)
 
 
 def test_a_preload_that_fails_leaves_the_page_to_say_why(monkeypatch):
