@@ -14,13 +14,10 @@ from pathlib import Path
 APP = Path(__file__).resolve().parent / "app.py"
 
 #: what the first page's script imports (the app, the Model page, its figure): imported by the
-#: preload thread once the default model's data is read, where the first page has not yet
+#: preload thread once the default model's data is read, where the first page has not yet (the
+#: other pages' modules come with the kernels' warm-up: dashboard.state.warmup)
 PRELOAD = ("dashboard.state", "dashboard.widgets", "dashboard.messages", "dashboard.figures.quality",
            "explainers.quality", "explainers.summary", "plotly.graph_objects")
-#: what the other pages import (the engines, scikit-learn's metrics, their figures; skops for a
-#: demo or an upload): imported after PRELOAD, so that a page's first visit does not wait for them
-LATER = ("sklearn.metrics", "explainers.shap", "explainers.pdp", "dashboard.figures.shap",
-         "dashboard.figures.pdp", "dashboard.figures.interactions", "dashboard.figures.importance", "skops.io")
 
 
 def command(argv: list[str]) -> list[str]:
@@ -36,7 +33,7 @@ def command(argv: list[str]) -> list[str]:
 PRELOAD_THREAD = "glassbox-preload"
 
 
-def preload_in_background(then=None, modules=PRELOAD + LATER) -> threading.Thread:
+def preload_in_background(then=None, modules=PRELOAD) -> threading.Thread:
     """Call ``then()`` (the default model's data and predictions: what the first page waits for),
     then import ``modules``, in a background thread started at once, beside the server's own start.
 

@@ -3,7 +3,8 @@ started with the server."""
 import sys
 import threading
 
-from dashboard.__main__ import LATER, PRELOAD, preload_in_background
+from dashboard.__main__ import PRELOAD, preload_in_background
+from dashboard.state.warmup import OTHER_PAGES
 
 
 def test_the_data_comes_first_then_the_modules_a_broken_one_skipped(tmp_path, monkeypatch):
@@ -33,5 +34,5 @@ def test_the_data_comes_first_then_the_modules_a_broken_one_skipped(tmp_path, mo
 def test_the_preloaded_modules_exist():
     import importlib.util
 
-    for name in PRELOAD + LATER:
+    for name in PRELOAD + OTHER_PAGES:
         assert importlib.util.find_spec(name) is not None, name

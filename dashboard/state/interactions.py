@@ -381,8 +381,7 @@ def heatmap_features(ctx: ModelContext, measure: str, shap_res=None, n_rows: int
 
     cols = list(ctx.X.columns)
     if measure == SHAP_MEASURE and shap_res is not None:
-        strength = interaction_strength(shap_res, class_index=interaction_class(shap_res, ctx))
-        feats = top_features(strength, k)
+        feats = shap_heatmap_features(ctx, shap_res, k)
     elif len(cols) <= k:
         feats = cols
     else:
@@ -393,6 +392,14 @@ def heatmap_features(ctx: ModelContext, measure: str, shap_res=None, n_rows: int
     if measure != SHAP_MEASURE or shap_res is None:
         feats = top_features(interaction_strength(h_res), k)
     return feats, h_res
+
+
+def shap_heatmap_features(ctx: ModelContext, shap_res, k: int = MAX_FEATURES) -> list[str]:
+    """The ``k`` features with the largest total SHAP interaction (the SHAP measure's heatmap,
+    which is drawn before Friedman's H of its pairs is computed)."""
+    from dashboard.figures.interactions import interaction_strength, top_features
+
+    return top_features(interaction_strength(shap_res, class_index=interaction_class(shap_res, ctx)), k)
 
 
 def strongest_partner(ctx: ModelContext, feature: str, n_rows: int = SHAP_ROWS) -> str | None:

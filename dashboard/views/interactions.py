@@ -76,13 +76,20 @@ if method is not None:
         st.warning(md(ia.interaction_error(exc, fallback=True)), icon=":material/warning:")
 if shap_res is None and measure == ia.SHAP_MEASURE:
     measure = ia.H_MEASURE
-bar.progress(0.8, text="Friedman's H statistic of the pairs…")
-try:
-    feats, h_res = ia.heatmap_features(ctx, measure, shap_res, n_rows, k)
-except Exception as exc:
-    bar.empty()
-    st.error(md(ia.interaction_error(exc)), icon=":material/error:")
-    st.stop()
+# the SHAP measure's heatmap is drawn first, Friedman's H of its pairs (the table's second column)
+# after it: at a million rows H took about a second of the first chart's wait
+h_later = measure == ia.SHAP_MEASURE and shap_res is not None
+h_res = None
+if h_later:
+    feats = ia.shap_heatmap_features(ctx, shap_res, k)
+else:
+    bar.progress(0.8, text="Friedman's H statistic of the pairs…")
+    try:
+        feats, h_res = ia.heatmap_features(ctx, measure, shap_res, n_rows, k)
+    except Exception as exc:
+        bar.empty()
+        st.error(md(ia.interaction_error(exc)), icon=":material/error:")
+        st.stop()
 bar.empty()
 
 sci = ia.interaction_class(shap_res, ctx) if shap_res is not None else None
@@ -139,6 +146,14 @@ if ia.no_interactions(strength_shown.to_numpy(), scale):
     left.info(f"No interactions: every pair's {what} is 0. This model adds up one separate effect per feature "
               "(it is additive, like a linear model), so no feature changes how another one acts.",
               icon=":material/info:")
+h_problem = None
+if h_later:  # the table's H column: the same pairs' H as the H measure's view computes
+    with st.spinner("Friedman's H statistic of the pairs…"):
+        try:
+            _, h_res = ia.heatmap_features(ctx, measure, shap_res, n_rows, k)
+        except Exception as exc:  # noqa: BLE001 - said under the table, the SHAP numbers kept
+            h_problem = ia.interaction_error(exc)
+    table = ifig.interaction_pairs_frame(shap_res, h_res, feats, class_index=sci, sort_by=measure)
 right = st.container()
 with right:
     st.markdown(f"**Pairs, strongest first** (by {measure})")
@@ -155,6 +170,8 @@ with right:
                      "h_statistic": st.column_config.NumberColumn("H", format="%.3f",
                                                                   help="Friedman's H statistic of the pair."),
                  })
+    if h_problem:
+        st.error(md(h_problem), icon=":material/error:")
     st.download_button("Download the pairs (CSV)", csv_text(table, index=False).encode(),
                        file_name=file_name(f"interactions_{ctx.name}.csv"), mime="text/csv",
                        key="interactions_csv")
@@ -164,8 +181,9 @@ parts = []
 if shap_res is not None:
     parts.append(f"SHAP interaction values of {_rows(shap_res.n_rows)}, by {reason}; output: "
                  f"{md(ifig.output_label(shap_res, sci))}")
-h_of = output_words("log_odds" if state.output_scale(ctx) == state.LOG_ODDS else "proba", str(h_res.output_name))
-parts.append(f"Friedman's H on {_rows(h_res.n_rows)}" + (f", for the {md(h_of)}" if ctx.classes is not None else ""))
+if h_res is not None:
+    h_of = output_words("log_odds" if state.output_scale(ctx) == state.LOG_ODDS else "proba", str(h_res.output_name))
+    parts.append(f"Friedman's H on {_rows(h_res.n_rows)}" + (f", for the {md(h_of)}" if ctx.classes is not None else ""))
 st.caption(". ".join(parts) + f". {len(feats)} of {len(cols)} features shown: those with the largest total "
            "interaction.")
 

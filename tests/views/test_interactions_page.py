@@ -204,6 +204,23 @@ def test_a_failing_computation_says_what_to_click(demo_cards, monkeypatch):
     assert "H statistic" in fig["layout"]["title"]["text"]  # the page goes on with H
 
 
+def test_the_shap_heatmap_is_drawn_before_h_and_stays_when_h_fails(demo_cards, monkeypatch):
+    """The SHAP measure's heatmap does not wait for Friedman's H (the table's second column): when
+    H fails, the heatmap and the SHAP column stay, and the page says why H is missing."""
+    def refuse(*args, **kwargs):
+        raise ExplainerError("h_statistic cannot take these rows.")
+
+    monkeypatch.setattr(ia, "h_pairs", refuse)
+    at = _open("housing_gb")
+    fig, feats, z = _heatmap(at)
+    assert "SHAP" in fig["layout"]["title"]["text"] and len(feats) >= 2
+    assert any("Friedman's H" not in e.value and e.value for e in at.error)  # said, in the page's words
+    assert "h_statistic(" not in _texts(at)
+    pairs = [t for t in at.dataframe if "mean_abs_shap_interaction" in t.value.columns]
+    assert pairs and pairs[0].value["mean_abs_shap_interaction"].notna().all()
+    assert "h_statistic" not in pairs[0].value.columns or pairs[0].value["h_statistic"].isna().all()
+
+
 def test_strongest_partner_for_the_shap_dependence_plot(demo_cards):
     housing = state.demo_context("housing_gb")
     assert ia.strongest_partner(housing, "latitude") == "longitude"

@@ -167,6 +167,24 @@ def test_kernels_are_warmed_once_per_process(monkeypatch):
     warmup._warm_kernels()  # the warm-up itself runs clean (compiles or loads the kernels)
 
 
+def test_the_warm_up_waits_for_the_first_page_unless_a_page_needs_it(monkeypatch):
+    """The warm-up starts START_AFTER_S after the first page (the browser draws it meanwhile),
+    or at once when a page asks for it: a cost estimate must not wait that long."""
+    import threading
+
+    from dashboard.state import warmup
+
+    monkeypatch.setattr(warmup, "_WARM", {"started": False, "lock": threading.Lock()})
+    monkeypatch.setattr(warmup, "START_AFTER_S", 600.0)
+    monkeypatch.setattr(warmup, "OTHER_PAGES", ("json",))
+    ran = threading.Event()
+    monkeypatch.setattr(warmup, "_warm_kernels", ran.set)
+    warmup.warm_kernels_in_background()
+    assert not ran.wait(0.3)  # still waiting for its start
+    warmup.wait_for_warmup(60)  # a page needs the kernels: it starts now, and is waited for
+    assert ran.is_set() and not warmup._WARM["thread"].is_alive()
+
+
 @pytest.mark.parametrize("demo", ["wine_gb", "breast_cancer_xgb", "diabetes_forest"])
 def test_the_prediction_spread_chart_counts_every_row_as_the_definition(demo):
     """Under the score: a classifier's predicted probability of the sidebar's class, counted per
