@@ -357,8 +357,8 @@ class TreeEnsemble:
         """
         from .walks import predict_block_rows
 
-        n = len(X)
-        if n <= PREDICT_CHUNK_ROWS:
+        n = X.shape[0] if getattr(X, "ndim", 0) >= 1 else len(X)
+        if n <= PREDICT_CHUNK_ROWS or getattr(X, "ndim", 2) != 2:
             Xw = self._checked_inputs(X)
             return self.base[None, :] + self.scale * self.tree_sums(Xw, predict_block_rows(len(Xw)))
         # a large table in chunks: its inputs prepared a chunk at a time (a copy of every row
