@@ -41,6 +41,7 @@ _HOMES = {
     "quality": ("calibration_figure", "confusion_figure", "distribution_figure", "gains_figure", "pr_figure",
                 "predicted_actual_figure", "residual_histogram_figure", "residuals_figure", "roc_figure"),
     "shap": ("beeswarm_figure", "dependence_figure", "force_figure", "mean_abs_figure", "waterfall_figure"),
+    "compare": (),  # the Compare page's figures, used as ``figures.compare.<name>``
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
@@ -49,7 +50,7 @@ def __getattr__(name: str):
     """A figure function (or a figure module, ``figures.quality``), its module imported once."""
     if name in _HOME_OF:
         value = getattr(importlib.import_module(f".{_HOME_OF[name]}", __name__), name)
-    elif name in _HOMES or name == "compare":
+    elif name in _HOMES:
         value = importlib.import_module(f".{name}", __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -58,7 +59,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted({*globals(), *_HOME_OF, *_HOMES, "compare"})
+    return sorted({*globals(), *_HOME_OF, *_HOMES})
 
 
 __all__ = [

@@ -51,8 +51,8 @@ def _labels_are_argmax(model) -> bool:
     from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier, RandomForestClassifier
     from sklearn.tree import DecisionTreeClassifier, ExtraTreeClassifier
 
-    exact = (NativeTreeClassifier, RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier,
-             ExtraTreeClassifier, HistGradientBoostingClassifier)
+    exact = (RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier, ExtraTreeClassifier,
+             HistGradientBoostingClassifier)
     return type(final) in exact and hasattr(model, "classes_")
 
 

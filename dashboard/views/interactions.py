@@ -147,10 +147,10 @@ if ia.no_interactions(strength_shown.to_numpy(), scale):
               "(it is additive, like a linear model), so no feature changes how another one acts.",
               icon=":material/info:")
 h_problem = None
-if h_later:  # the table's H column: the same pairs' H as the H measure's view computes
+if h_later:  # the table's H column: H of the heatmap's pairs (what heatmap_features gives with them)
     with st.spinner("Friedman's H statistic of the pairs…"):
         try:
-            _, h_res = ia.heatmap_features(ctx, measure, shap_res, n_rows, k)
+            h_res = ia.h_pairs(ctx, tuple(feats), n_rows)
         except Exception as exc:  # noqa: BLE001 - said under the table, the SHAP numbers kept
             h_problem = ia.interaction_error(exc)
     table = ifig.interaction_pairs_frame(shap_res, h_res, feats, class_index=sci, sort_by=measure)
