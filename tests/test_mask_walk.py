@@ -13,6 +13,7 @@ from sklearn.datasets import make_friedman1
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestRegressor
 
 import explainers.effects.pdp as pdp_module
+import explainers.effects.tree_pd as tree_pd
 import explainers.trees.mask_walk as mask_walk
 from explainers.interactions import h_statistic
 from explainers.pdp import partial_dependence
@@ -116,8 +117,8 @@ def test_any_blocks_and_tree_parts_give_the_same_numbers(fits, block, parts, mon
     X, models = fits
     model = models["xgb_3class"]
     b = partial_dependence(model, X, ["f0", "f2"], grid_resolution=6, method="brute")
-    monkeypatch.setattr(pdp_module, "walk_layout", lambda *a, **k: (block, parts))
-    monkeypatch.setattr(pdp_module, "ONE_THREAD_WORK", 0)  # every thread, small as the work is
+    monkeypatch.setattr(tree_pd, "walk_layout", lambda *a, **k: (block, parts))
+    monkeypatch.setattr(tree_pd, "ONE_THREAD_WORK", 0)  # every thread, small as the work is
     t = partial_dependence(model, X, ["f0", "f2"], grid_resolution=6, method="tree")
     a = partial_dependence(model, X, ["f0"], grid_resolution=6, method="tree", kind="average")
     ref = partial_dependence(model, X, ["f0"], grid_resolution=6, method="brute", kind="average")
@@ -131,9 +132,9 @@ def test_walk_layout_deals_rows_to_threads_for_the_mask_walk():
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(2)
-        assert pdp_module.walk_layout(1000, 150, 600, True) == (500, 1)
-        assert pdp_module.walk_layout(1000, 150, 600, False) == (1000, 2)  # the group walk shares trees
-        block, parts = pdp_module.walk_layout(10_000, 150, 600, True)
+        assert tree_pd.walk_layout(1000, 150, 600, True) == (500, 1)
+        assert tree_pd.walk_layout(1000, 150, 600, False) == (1000, 2)  # the group walk shares trees
+        block, parts = tree_pd.walk_layout(10_000, 150, 600, True)
         assert parts == 1 and (-(-10_000 // block)) % 2 == 0
     finally:
         numba.set_num_threads(before)
@@ -267,7 +268,7 @@ def test_small_work_runs_on_one_thread_and_gives_the_threads_back(fits, monkeypa
         want = numba.get_num_threads()
         partial_dependence(models["xgb_reg"], X, ["f0"], grid_resolution=8, method="tree")
         assert seen == [1] and numba.get_num_threads() == want
-        monkeypatch.setattr(pdp_module, "ONE_THREAD_WORK", 0)
+        monkeypatch.setattr(tree_pd, "ONE_THREAD_WORK", 0)
         partial_dependence(models["xgb_reg"], X, ["f0"], grid_resolution=8, method="tree")
         assert seen == [1, want] and numba.get_num_threads() == want
     finally:
@@ -300,7 +301,7 @@ def test_exp_in_place_is_within_one_unit_of_numpy_and_falls_back_outside_its_ran
 def _shared_case(fits, name, f1):
     X, models = fits
     ens, Xw, pos1, pos2, G1, G2, plan = _plan_of(models[name], X, f1)
-    assert len(Xw) >= 2 * pdp_module._SHARED_BLOCK_ROWS  # two pieces
+    assert len(Xw) >= 2 * tree_pd._SHARED_BLOCK_ROWS  # two pieces
     from explainers.trees import TRANSFORMS
 
     return ens, Xw, pos1, pos2, G1, G2, plan, TRANSFORMS.index(ens.transform)
@@ -314,10 +315,10 @@ def test_shared_blocks_give_the_kernels_outputs(fits, name):
     K = 2 if tcode == 2 else ens.n_raw
     got, want = np.empty((len(Xw), G1, G2, K)), np.empty((len(Xw), G1, G2, K))
     args = (ens, Xw, 0, -1, pos1, pos2, G1, G2, tcode, plan)
-    pdp_module._ice_blocks(*args, True, got, False)
-    pdp_module._ice_blocks(*args, False, want, False)
+    tree_pd._ice_blocks(*args, True, got, False)
+    tree_pd._ice_blocks(*args, False, want, False)
     np.testing.assert_array_equal(got, want)
-    sums = pdp_module._ice_blocks(*args, True, None, True)
+    sums = tree_pd._ice_blocks(*args, True, None, True)
     assert len(sums) == 2
     np.testing.assert_allclose(sums.sum(axis=0), want.sum(axis=0), rtol=1e-14, atol=1e-12)
 
@@ -331,7 +332,7 @@ def test_shared_tree_sums_add_up_to_the_kernels():
     model = xgboost.XGBRegressor(n_estimators=25, max_depth=5, n_jobs=1).fit(X, y)
     ens, Xw, pos1, pos2, G1, G2, plan = _plan_of(model, X, 1, 3)
     args = (ens, Xw, 1, 3, pos1, pos2, G1, G2, plan)
-    got, want = pdp_module._tree_sums(*args, True), pdp_module._tree_sums(*args, False)
+    got, want = tree_pd._tree_sums(*args, True), tree_pd._tree_sums(*args, False)
     assert got.shape == (G1, G2, 1)
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-11)
 

@@ -207,8 +207,8 @@ def test_tree_blocks_of_rows(tree_fits, name, monkeypatch):
     model, Xf = tree_fits[name]
     b = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="brute")
     for ice_rows, sum_rows in [(7, 13), (1, 1), (len(Xf) - 1, len(Xf) + 5)]:
-        monkeypatch.setattr(pdp_module, "_TREE_BLOCK_ROWS", (ice_rows, ice_rows, 10**9))
-        monkeypatch.setattr(pdp_module, "_TREE_SUM_BLOCK_ROWS", (sum_rows, sum_rows, 10**12))
+        monkeypatch.setattr(tree_pd, "_TREE_BLOCK_ROWS", (ice_rows, ice_rows, 10**9))
+        monkeypatch.setattr(tree_pd, "_TREE_SUM_BLOCK_ROWS", (sum_rows, sum_rows, 10**12))
         t = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree")
         a = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree", kind="average")
         np.testing.assert_allclose(t.individual, b.individual, **TOL)
@@ -225,11 +225,11 @@ def test_tree_parts_split_the_trees(tree_fits, name, monkeypatch):
     from explainers.trees import flatten_model
 
     n_trees = len(flatten_model(model).roots)
-    blocks = [pdp_module._TREE_BLOCK_ROWS, (7, 7, 10**9)]  # one block, and several (a partial last one)
+    blocks = [tree_pd._TREE_BLOCK_ROWS, (7, 7, 10**9)]  # one block, and several (a partial last one)
     for parts, bounds in itertools.product((1, 2, 3, n_trees + 5), blocks):  # more parts than trees too
-        monkeypatch.setattr(pdp_module, "tree_parts", lambda n, block, n_trees, k=parts: k)
-        monkeypatch.setattr(pdp_module, "_TREE_BLOCK_ROWS", bounds)
-        monkeypatch.setattr(pdp_module, "ONE_THREAD_WORK", 0)  # every thread, small as the work is
+        monkeypatch.setattr(tree_pd, "tree_parts", lambda n, block, n_trees, k=parts: k)
+        monkeypatch.setattr(tree_pd, "_TREE_BLOCK_ROWS", bounds)
+        monkeypatch.setattr(tree_pd, "ONE_THREAD_WORK", 0)  # every thread, small as the work is
         monkeypatch.setattr(mask_walk, "walk_plan", lambda *a, **k: mask_walk.no_plan())  # the group walk's parts
         t = partial_dependence(model, Xf, [0, 2], grid_resolution=7, method="tree")
         a = partial_dependence(model, Xf, [0], grid_resolution=9, method="tree", kind="average")
@@ -244,14 +244,14 @@ def test_ice_block_rows_bounds():
     """Blocks are balanced over threads and bounded by rows and by values held."""
     import numba
 
-    lo, hi, values = pdp_module._TREE_BLOCK_ROWS
+    lo, hi, values = tree_pd._TREE_BLOCK_ROWS
     before = numba.get_num_threads()
     try:
         for threads in range(1, min(4, numba.config.NUMBA_NUM_THREADS) + 1):
             numba.set_num_threads(threads)
             for n in (1, 31, 1000, 4097, 100_000):
                 for per_row in (1, 150, 7500, 10**7):
-                    b = pdp_module.ice_block_rows(n, per_row)
+                    b = tree_pd.ice_block_rows(n, per_row)
                     n_blocks = -(-n // b)
                     assert lo <= b <= hi
                     assert b == lo or b * per_row <= values
@@ -423,6 +423,7 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor  # noqa: E402
 from sklearn.preprocessing import MinMaxScaler  # noqa: E402
 
 import explainers.effects.pdp as pdp_module  # noqa: E402
+import explainers.effects.tree_pd as tree_pd  # noqa: E402
 import explainers.trees.mask_walk as mask_walk  # noqa: E402
 
 

@@ -263,12 +263,12 @@ class _Tree:
         self.K = 2 if transform == "sigmoid" else ens.n_raw
 
     def _select(self, arr: np.ndarray) -> np.ndarray:
-        from .pdp import _finish_outputs
+        from .tree_pd import _finish_outputs
 
         return _finish_outputs(arr, self.adapter)
 
     def ice(self, j: int, grid: np.ndarray) -> np.ndarray:
-        from .pdp import _tree_ice
+        from .tree_pd import _tree_ice
 
         G = len(grid)
         per = max(1, _CELLS // (G * self.K))
@@ -297,7 +297,7 @@ class _Tree:
         return res
 
     def _pd2_slab(self, j, k, gj, gk, pj, pk) -> np.ndarray:
-        from .pdp import _KERNEL_LOCK, _tree_ice
+        from .tree_pd import _KERNEL_LOCK, _tree_ice
 
         if self.transform == "identity" or j in self.special or k in self.special:
             _, avg = _tree_ice(self.ens, self.transform, self.work, [j, k], [gj, gk], False)
@@ -601,7 +601,7 @@ def tree_walk_applies(model, X) -> bool:
     that folds into its trees, on data it takes: text, categories and empty cells included)
     rather than brute force's n**2 predictions per pair."""
     from ..errors import ExplainerError
-    from .pdp import _tree_plan
+    from .tree_pd import _tree_plan
 
     try:
         adapter = model if isinstance(model, ModelAdapter) else ModelAdapter(model)
@@ -615,7 +615,7 @@ def _evaluator(adapter: ModelAdapter, work: pd.DataFrame, method: str):
     """The tree walk where it applies (and is wanted), else brute force."""
     if method == "brute":
         return _Brute(adapter, work)
-    from .pdp import _tree_plan
+    from .tree_pd import _tree_plan
 
     plan, reason = _tree_plan(adapter, work, None, [np.zeros(1)])
     if plan is None:
