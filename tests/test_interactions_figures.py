@@ -99,6 +99,36 @@ def test_heatmap_follows_given_features_and_cells_are_clickable(reg):
         interaction_heatmap_figure(res, features=["a", "zz"])
 
 
+@pytest.mark.parametrize("which", ["reg", "multi"])
+def test_means_added_block_by_block_draw_the_heatmap_of_every_row(which, request):
+    """A MeanInteraction added from blocks of rows (the every-row view of a large table) draws the
+    heatmap the rows' own result draws: the same matrix, cell texts, scale and title, for each class."""
+    from explainers.shap import MeanInteraction
+
+    model, X, _ = request.getfixturevalue(which)
+    full = TreeShap(model).interactions(X)
+    sums, like = None, None
+    for start in range(0, len(X), 70):  # blocks that do not divide the rows
+        part = TreeShap(model).interactions(X.iloc[start:start + 70])
+        got = part.pair_abs_sums()
+        sums = got if sums is None else tuple(a + b for a, b in zip(sums, got))
+        like = like or part
+    mean = MeanInteraction.from_sums(*sums, len(X), like)
+    assert mean.n_rows == len(X) and mean.n_outputs == full.n_outputs
+    for ci in ([None] if full.n_outputs == 1 else [None, *range(full.n_outputs)]):
+        np.testing.assert_allclose(interaction_strength(mean, class_index=ci).to_numpy(),
+                                   interaction_strength(full, class_index=ci).to_numpy(), rtol=1e-12, atol=1e-15)
+        a = interaction_heatmap_figure(mean, class_index=ci, highlight=tuple(X.columns[:2]))
+        b = interaction_heatmap_figure(full, class_index=ci, highlight=tuple(X.columns[:2]))
+        assert list(a.data[0].x) == list(b.data[0].x)
+        np.testing.assert_allclose(np.array(a.data[0].z, float), np.array(b.data[0].z, float), rtol=1e-12)
+        assert a.data[0].text == b.data[0].text and a.layout.title.text == b.layout.title.text
+        assert a.data[0].zmax == pytest.approx(b.data[0].zmax, rel=1e-12)
+        assert output_label(mean, ci) == output_label(full, ci)
+    with pytest.raises(Exception, match="class_index"):
+        mean.select(full.n_outputs)
+
+
 def test_heatmap_of_h_equals_the_h_matrix(reg):
     model, X, _ = reg
     h = h_statistic(model, X.iloc[:150], features=["a", "b", "c", "d"], sample=None)

@@ -38,9 +38,20 @@ def _kind(result) -> str:
     name = type(result).__name__
     if name == "ShapInteractionResult":
         return "shap"
+    if name == "MeanInteraction":  # SHAP interaction means of rows not kept (every row of a large table)
+        return "mean"
     if name == "HStatisticResult":
         return "h"
-    raise TypeError(f"Expected a ShapInteractionResult or HStatisticResult, got {name}.")
+    raise TypeError(f"Expected a ShapInteractionResult, MeanInteraction or HStatisticResult, got {name}.")
+
+
+def _output_pos(result, class_index) -> int | None:
+    """The output a SHAP result's numbers are read from: None for a result of one output (no output
+    axis), else ``class_index`` (default: the positive class of two, else the first)."""
+    multi = result.pair.ndim == 3 if _kind(result) == "mean" else np.ndim(result.values) == 4
+    if not multi:
+        return None
+    return (1 if result.n_outputs == 2 else 0) if class_index is None else int(class_index)
 
 
 def _values(result, class_index, func: str) -> np.ndarray:
@@ -61,13 +72,9 @@ def _values(result, class_index, func: str) -> np.ndarray:
 def output_label(result, class_index: int | None = None) -> str:
     """What a SHAP interaction result's numbers are in: 'prediction', 'P(class)', 'log-odds(class)'."""
     names = list(result.output_names)
-    if np.ndim(result.values) == 4:
-        k = result.values.shape[3]
-        pos = (1 if k == 2 else 0) if class_index is None else int(class_index)
-    else:
-        pos = 0
-    name = str(names[pos]) if names else ""
-    if result.output == "raw" and np.ndim(result.values) == 3:
+    pos = _output_pos(result, class_index)
+    name = str(names[pos or 0]) if names else ""
+    if result.output == "raw" and pos is None:
         return "prediction"
     return output_words(result.output, name, compact=True)
 
@@ -77,7 +84,7 @@ def interaction_strength(result, *, class_index: int | None = None) -> pd.DataFr
 
     Parameters
     ----------
-    result : ShapInteractionResult or HStatisticResult
+    result : ShapInteractionResult, MeanInteraction or HStatisticResult
     class_index : int, default=None
         Output of a SHAP result with several (default: the positive class of two, else the first).
 
@@ -86,12 +93,18 @@ def interaction_strength(result, *, class_index: int | None = None) -> pd.DataFr
     DataFrame
         SHAP: ``mean over rows of |values[:, i, j] + values[:, j, i]|`` (twice
         ``result.mean_abs()`` off the diagonal: the pair's whole interaction, as
-        :func:`interaction_dependence_figure` plots it). H: Friedman's H of the pair
+        :func:`interaction_dependence_figure` plots it); a MeanInteraction holds that mean
+        already (``pair``). H: Friedman's H of the pair
         (``result.matrix()``), NaN for pairs not computed.
     """
-    if _kind(result) == "shap":
-        v = _values(result, class_index, "interaction_strength")
-        pair = np.abs(v + v.transpose(0, 2, 1)).mean(axis=0)
+    kind = _kind(result)
+    if kind in ("shap", "mean"):
+        if kind == "mean":
+            pos = _output_pos(result, class_index)
+            pair = np.array(result.pair if pos is None else result.select(pos).pair, dtype=float)
+        else:
+            v = _values(result, class_index, "interaction_strength")
+            pair = np.abs(v + v.transpose(0, 2, 1)).mean(axis=0)
         np.fill_diagonal(pair, np.nan)
         names = [str(n) for n in result.feature_names]
         return pd.DataFrame(pair, index=names, columns=names)
@@ -124,6 +137,9 @@ def noise_scale(result, class_index=None) -> float:
     """What a value is rounding noise against: mean |SHAP value| (SHAP) or 1 (H, a ratio)."""
     if _kind(result) == "h":
         return 1.0
+    if _kind(result) == "mean":
+        pos = _output_pos(result, class_index)
+        return float(result.shap_scale[0] if pos is None else result.select(pos).shap_scale[0]) or 1.0
     v = _values(result, class_index, "interaction_heatmap_figure")
     return float(np.abs(v.sum(axis=2)).mean()) or 1.0
 
@@ -139,7 +155,7 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
 
     Parameters
     ----------
-    result : ShapInteractionResult or HStatisticResult
+    result : ShapInteractionResult, MeanInteraction or HStatisticResult
     features : list of str, default=None
         The features (rows and columns, in this order); None: the ``max_features``
         with the largest total interaction (:func:`top_features`).
@@ -171,8 +187,8 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
     finite = mat[np.isfinite(mat)]
     top = float(finite.max()) if finite.size else 0.0
     zmax = top if top > 1e-9 * scale else scale  # all rounding noise: draw it as the zero it is
-    what = SHAP_LABEL if kind == "shap" else H_LABEL
-    unit = f" ({plot(output_label(result, class_index))})" if kind == "shap" else ""
+    what = SHAP_LABEL if kind != "h" else H_LABEL
+    unit = f" ({plot(output_label(result, class_index))})" if kind != "h" else ""
     fig = go.Figure(go.Heatmap(
         x=labels, y=labels, z=mat, zmin=0.0, zmax=zmax, colorscale=INTERACTION_SCALE, hoverinfo="skip",
         text=text, texttemplate="%{text}" if len(feats) <= 12 else None, hoverongaps=False,
@@ -200,7 +216,7 @@ def interaction_heatmap_figure(result, *, features=None, max_features: int = 12,
             for r, c in ((pos[a], pos[b]), (pos[b], pos[a])):
                 fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, xref="x", yref="y",
                               line=dict(color=POSITIVE, width=3), fillcolor="rgba(0,0,0,0)")
-    title = (f"Mean |SHAP interaction| of feature pairs{unit}" if kind == "shap"
+    title = (f"Mean |SHAP interaction| of feature pairs{unit}" if kind != "h"
              else "Friedman's H statistic of feature pairs")
     side = max(420, min(760, 160 + 40 * len(feats)))
     fig.update_layout(

@@ -1,10 +1,12 @@
-"""Mean |SHAP| of every row of a large table (issue #31).
+"""Every row of a large table, summed block by block (issue #31): mean |SHAP| and mean |SHAP interaction|.
 
-The SHAP page's global views start from a seeded sample; on request this adds up every
-row's |SHAP value| block by block in a worker thread, with progress, and keeps the running
-sums per model, data, method and output, so a Stop (or a rerun) loses nothing: the next
-request goes on from the rows already added, and sessions share the work. Only the sums
-are kept, never the rows' values (a million rows of 30 features would be 240 MB).
+The SHAP and Interactions pages' global views start from a seeded sample; on request this
+adds up every row's |SHAP value| (or |SHAP interaction value| of each pair) block by block in
+a worker thread, with progress, and keeps the running sums per model, data and setting, so a
+Stop (or a rerun) loses nothing: the next request goes on from the rows already added, and
+sessions share the work. Only the sums are kept, never the rows' values (a million rows of 30
+features would be 240 MB of SHAP values, 7 GB of interaction values), and a block's own
+values are bounded (:data:`BLOCK_BYTES`).
 """
 from __future__ import annotations
 
@@ -19,19 +21,81 @@ from .costs import blocks_seconds, first_block, next_block, out_of_reach_note, s
 from .rows import background
 from .worker import _POLL_S  # seconds between the page's looks at the worker
 
+#: the most bytes of values one block of rows may hold (a block of interaction values is rows x
+#: features² x outputs numbers, and its sums need as much again)
+BLOCK_BYTES = 64 * 2**20
+
 
 class _Sums:
-    """Rows ``0 .. done - 1`` of the data added: the sum of their |SHAP values|, shared by sessions."""
+    """Rows ``0 .. done - 1`` of the data added: the running sums of their values (a tuple of
+    arrays), shared by sessions."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.done = 0
-        self.total = None  # (p,) or (p, k)
+        self.total = None  # a tuple of arrays
         self.like = None  # a small result naming the features and outputs
         self.worker = None
         self.error = None
 
 
+def _block_rows_cap(values_per_row: int) -> int:
+    """The most rows a block may have when each row's values are ``values_per_row`` numbers."""
+    return max(1, BLOCK_BYTES // (2 * 8 * max(1, int(values_per_row))))
+
+
+def _every_row(sums: _Sums, n: int, add_block, plan, progress, name: str) -> None:
+    """Wait while a worker thread adds rows ``sums.done .. n - 1`` block by block, calling
+    ``progress(done, n)``; ``add_block(start, stop)`` returns a block's (sums, like), ``plan()``
+    the (first block, fixed seconds per call, most rows per block). A Stop or an error stops the
+    worker after its block (whose rows are kept)."""
+    cancel = threading.Event()
+    try:
+        while True:
+            with sums.lock:
+                done, worker = sums.done, sums.worker
+                if done >= n:
+                    break
+                if worker is None or not worker.is_alive():
+                    if sums.error is not None:
+                        error, sums.error = sums.error, None
+                        raise error
+                    worker = sums.worker = threading.Thread(
+                        target=_add_blocks, args=(sums, n, add_block, plan, cancel), name=name, daemon=True)
+                    worker.start()
+            if progress is not None:
+                progress(done, n)
+            worker.join(_POLL_S)
+    except BaseException:
+        cancel.set()  # a Stop, a rerun, an error: the worker ends after its block (whose rows are kept)
+        raise
+    if progress is not None:
+        progress(n, n)
+
+
+def _add_blocks(sums: _Sums, n: int, add_block, plan, cancel: threading.Event) -> None:
+    """Worker thread: the rows after ``sums.done`` in blocks, their sums added to ``sums.total``."""
+    try:
+        block, fixed, most = plan()
+        block = min(block, most)
+        while not cancel.is_set():
+            start = sums.done
+            if start >= n:
+                return
+            stop = min(n, start + block)
+            t0 = time.perf_counter()
+            parts, like = add_block(start, stop)
+            with sums.lock:
+                sums.total = parts if sums.total is None else tuple(a + b for a, b in zip(sums.total, parts))
+                if sums.like is None:
+                    sums.like = like
+                sums.done = stop
+            block = min(next_block(block, time.perf_counter() - t0, fixed), most)
+    except BaseException as exc:  # handed to the waiting script
+        sums.error = exc
+
+
+# ------------------------------------------------------------- mean |SHAP|
 def _sums(ctx: ModelContext, method: str, output: str) -> _Sums:
     return result_cache().get_or_compute(("shap_every_row", ctx.model_key, ctx.data_key, method, output), _Sums)
 
@@ -70,60 +134,93 @@ def mean_abs_every_row(ctx: ModelContext, method: str, output: str, progress=Non
 
 
 def _mean_abs(ctx: ModelContext, method: str, output: str, progress=None):
-    sums = _sums(ctx, method, output)
-    n = len(ctx.X)
-    cancel = threading.Event()
-    try:
-        while True:
-            with sums.lock:
-                done, worker = sums.done, sums.worker
-                if done >= n:
-                    break
-                if worker is None or not worker.is_alive():
-                    if sums.error is not None:
-                        error, sums.error = sums.error, None
-                        raise error
-                    worker = sums.worker = threading.Thread(
-                        target=_add_rows, args=(ctx, method, output, sums, cancel), name="glassbox-shap-every-row",
-                        daemon=True)
-                    worker.start()
-            if progress is not None:
-                progress(done, n)
-            worker.join(_POLL_S)
-    except BaseException:
-        cancel.set()  # a Stop, a rerun, an error: the worker ends after its block (whose rows are kept)
-        raise
-    if progress is not None:
-        progress(n, n)
+    from explainers.shap import explain
     from explainers.shap.result import MeanAbsShap
 
-    return MeanAbsShap.from_sum(sums.total, n, sums.like)
-
-
-def _add_rows(ctx: ModelContext, method: str, output: str, sums: _Sums, cancel: threading.Event) -> None:
-    """Worker thread: explain the rows after ``sums.done`` in blocks, adding their |values|."""
-    from explainers.shap import explain
-
-    try:
+    def plan():
         fixed, per_row = shap_cost_line(ctx, method, output)
-        block = first_block(shap_is_fast(ctx, method, output), fixed, per_row)
-        bg = background(ctx)
-        n = len(ctx.X)
-        while not cancel.is_set():
-            start = sums.done
-            if start >= n:
-                return
-            stop = min(n, start + block)
-            t0 = time.perf_counter()
-            res = explain(ctx.model, ctx.X.iloc[start:stop], background=bg, method=method, output=output)
-            part = np.abs(res.values).sum(axis=0)
-            with sums.lock:
-                sums.total = part if sums.total is None else sums.total + part
-                if sums.like is None:
-                    from explainers.shap.result import MeanAbsShap
+        return first_block(shap_is_fast(ctx, method, output), fixed, per_row), fixed, _block_rows_cap(ctx.X.shape[1] * 3)
 
-                    sums.like = MeanAbsShap.from_sum(part, stop - start, res)
-                sums.done = stop
-            block = next_block(block, time.perf_counter() - t0, fixed)
-    except BaseException as exc:  # handed to the waiting script
-        sums.error = exc
+    held = {}
+
+    def add_block(start: int, stop: int):
+        if "bg" not in held:  # in the worker: the page's script only waits
+            held["bg"] = background(ctx)
+        res = explain(ctx.model, ctx.X.iloc[start:stop], background=held["bg"], method=method, output=output)
+        part = np.abs(res.values).sum(axis=0)
+        return (part,), MeanAbsShap.from_sum(part, stop - start, res)
+
+    sums = _sums(ctx, method, output)
+    _every_row(sums, len(ctx.X), add_block, plan, progress, "glassbox-shap-every-row")
+    return MeanAbsShap.from_sum(sums.total[0], len(ctx.X), sums.like)
+
+
+# ------------------------------------------------- mean |SHAP interaction|
+def _interaction_sums(ctx: ModelContext, method: str) -> _Sums:
+    return result_cache().get_or_compute(("interactions_every_row", ctx.model_key, ctx.data_key, method), _Sums)
+
+
+def _interaction_plan(ctx: ModelContext, method: str) -> tuple[int, float, int]:
+    """(first block, fixed seconds per call, most rows per block) of SHAP interaction values:
+    the block by the cost line, at most what :data:`BLOCK_BYTES` holds (features² per output)."""
+    from .interactions import shap_interaction_line
+
+    fixed, per_row = shap_interaction_line(ctx, method)
+    outputs = len(ctx.classes) if ctx.classes is not None else 1
+    return first_block(False, fixed, per_row), fixed, _block_rows_cap(ctx.X.shape[1] ** 2 * outputs)
+
+
+def interaction_rows_added(ctx: ModelContext) -> int:
+    """Rows of the data whose |SHAP interaction values| the running sums hold already."""
+    from .interactions import interaction_method
+
+    method, _ = interaction_method(ctx)
+    return 0 if method is None else _interaction_sums(ctx, method).done
+
+
+def interactions_every_row_seconds(ctx: ModelContext) -> float:
+    """Estimated seconds for the rows not added yet, by the interaction cost line and the worker's blocks."""
+    from .interactions import interaction_method, shap_interaction_line
+
+    method, _ = interaction_method(ctx)
+    if method is None:
+        return 0.0
+    fixed, per_row = shap_interaction_line(ctx, method)
+    first, _, most = _interaction_plan(ctx, method)
+    return blocks_seconds(len(ctx.X) - interaction_rows_added(ctx), min(first, most), fixed, per_row)
+
+
+def interactions_every_row(ctx: ModelContext, progress=None):
+    """How strongly each pair of features interacts over every row: a
+    :class:`~explainers.shap.MeanInteraction` (mean |SHAP interaction value| of each pair, every
+    output kept), from the SHAP interaction values the sample's heatmap has (tree SHAP, or the
+    exact game over its background), explained block by block and never kept. The page's script
+    waits, calling ``progress(done, total)``; a Stop raised there stops the worker after its
+    block, and the rows added so far are kept. Raises ExplainerError where the model gets no SHAP
+    interaction values."""
+    from explainers import ExplainerError
+    from explainers.shap import MeanInteraction
+
+    from .interactions import EXACT_BACKGROUND, interaction_method
+
+    method, reason = interaction_method(ctx)
+    if method is None:
+        raise ExplainerError(reason)
+    held = {}
+
+    def add_block(start: int, stop: int):
+        rows = ctx.X.iloc[start:stop]
+        if "explainer" not in held:  # in the worker: the page's script only waits
+            from explainers.shap import ExactShap, TreeShap
+
+            held["explainer"] = (TreeShap(ctx.model) if method == "tree"
+                                 else ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND)))
+        res = (held["explainer"].interactions(rows, nan_is_missing="auto") if method == "tree"
+               else held["explainer"].interactions(rows))
+        pair, scale = res.pair_abs_sums()
+        return (pair, scale), MeanInteraction.from_sums(pair, scale, stop - start, res)
+
+    sums = _interaction_sums(ctx, method)
+    _every_row(sums, len(ctx.X), add_block, lambda: _interaction_plan(ctx, method), progress,
+               "glassbox-interactions-every-row")
+    return MeanInteraction.from_sums(*sums.total, len(ctx.X), sums.like)

@@ -109,13 +109,8 @@ def interaction_cost(ctx: ModelContext, measure: str, n_rows: int, k: int = MAX_
     method, _ = interaction_method(ctx)
     brute_h = not _h_by_tree_walk(ctx)
     exact, tree = method == "exact", method == "tree"
-    per_pred = predict_seconds_per_row(ctx) if (brute_h or exact) else 0.0
-    fixed, per_row = (0.0, 0.0)
-    if tree:
-        fixed, per_row = tree_interaction_line(ctx)
-    elif exact:
-        fixed, per_row = exact_interaction_line(ctx) or (0.0, 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X))
-                                                         * per_pred)
+    per_pred = predict_seconds_per_row(ctx) if brute_h else 0.0
+    fixed, per_row = shap_interaction_line(ctx, method) if (tree or exact) else (0.0, 0.0)
     h_overall_too = len(ctx.X.columns) > k and (measure != SHAP_MEASURE or method is None)
     h_fixed, h_per_pred = (h_brute_line(ctx, h_overall_too, k) or (0.0, per_pred)) if brute_h else (0.0, 0.0)
 
@@ -266,6 +261,18 @@ def exact_interaction_line(ctx: ModelContext) -> tuple[float, float] | None:
         ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND)).interactions(rows)
 
     return probe_line(ctx, ("interactions_exact_line", ctx.model_key, ctx.data_key), run)
+
+
+def shap_interaction_line(ctx: ModelContext, method: str) -> tuple[float, float]:
+    """(fixed seconds, seconds per row) of SHAP interaction values by ``method`` ("tree" or
+    "exact"): the line of two probes, or for an exact game whose probes would be slow, every
+    coalition of a row over the background times the predict's seconds per row."""
+    if method == "tree":
+        return tree_interaction_line(ctx)
+    from .costs import predict_seconds_per_row
+
+    return exact_interaction_line(ctx) or (
+        0.0, 2 ** ctx.X.shape[1] * min(EXACT_BACKGROUND, len(ctx.X)) * predict_seconds_per_row(ctx))
 
 
 def tree_interaction_line(ctx: ModelContext) -> tuple[float, float]:

@@ -187,7 +187,7 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
     # Interactions
     *_controls("interactions", "str", measure="ia_measure", f1="ia_f1", f2="ia_f2"),
     *_controls("interactions", "int", rows="ia_rows", features="ia_k"),
-    *_controls("interactions", "bool", ale_all="ia_ale_all"),
+    *_controls("interactions", "bool", ale_all="ia_ale_all", every="ia_every"),
     # Quality
     *_controls(None, "float", threshold="quality_threshold"),  # What-if's verdict follows it too
     *_controls("quality", "cell", cell="quality_cell"),

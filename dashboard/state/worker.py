@@ -62,15 +62,19 @@ class ProgressBar:
 
         self._time = time.perf_counter
         self._start = self._time()
+        self._first = None  # what was done at the first call (work resumed: done before this bar)
         self.bar = bar
         self.label = label
 
     def __call__(self, done: int, total: int) -> None:
         frac = min(done / total, 1.0) if total else 1.0
         elapsed = self._time() - self._start
+        if self._first is None:
+            self._first = done
         text = f"{self.label}: {done:,} of {total:,}"
         if frac < 1:
             text += f" · {elapsed:.1f} s"  # moves while a slow row is computed, too
-            if frac > 0 and elapsed > 0.5:
-                text += f", about {elapsed * (1 - frac) / frac:.0f} s left"
+            here = done - self._first  # the time left at this bar's own pace
+            if here > 0 and elapsed > 0.5:
+                text += f", about {elapsed * (total - done) / here:.0f} s left"
         self.bar.progress(frac, text=text)

@@ -7,6 +7,39 @@ from dashboard.figures.style import output_words
 from dashboard.safe_text import csv_text, file_name, md
 from dashboard.state import interactions as ia
 
+
+
+def every_row_view(ctx, feats: list[str], sci, picked: tuple[str, str]) -> None:
+    """On request, the mean |SHAP interaction| of every row of the table, for the heatmap's features."""
+    from dashboard.state.every_row import interactions_every_row, interactions_every_row_seconds
+
+    n = len(ctx.X)
+    try:
+        left = interactions_every_row_seconds(ctx)
+    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+        left = 0.0
+    when = f", about {state.fmt_seconds(left)}" if left >= 1 else ""
+    if not st.toggle(f"Mean |SHAP interaction| of every row ({n:,}{when})",
+                     help="Adds up every row's |SHAP interaction values| block by block, with progress; the rows' "
+                          "own values are not kept. A Stop (top right) keeps the rows done so far: turning it on "
+                          "again goes on from there.",
+                     **state.bind("ia_every", False, options=(True, False))):
+        return
+    bar = st.progress(0.0, text="SHAP interaction values of every row…")
+    try:
+        every = interactions_every_row(ctx, state.ProgressBar(bar, "Rows explained"))
+    except Exception as exc:
+        bar.empty()
+        st.error(md(ia.interaction_error(exc)), icon=":material/error:")
+        return
+    bar.empty()
+    fig = ifig.interaction_heatmap_figure(every, features=feats, class_index=sci, highlight=picked)
+    fig.update_layout(title_text=f"{fig.layout.title.text}, every row")
+    st.plotly_chart(fig, key="interactions_heatmap_every")
+    st.caption(f"Mean |SHAP interaction| of every one of the {n:,} rows, for the features of the heatmap above "
+               "(which shows the sample's).")
+
+
 ctx = state.current()
 st.title("Which features act together?")
 st.caption("Two features interact when the effect of one depends on the value of the other. The heatmap "
@@ -186,6 +219,8 @@ if h_res is not None:
     parts.append(f"Friedman's H on {_rows(h_res.n_rows)}" + (f", for the {md(h_of)}" if ctx.classes is not None else ""))
 st.caption(". ".join(parts) + f". {len(feats)} of {len(cols)} features shown: those with the largest total "
            "interaction.")
+if shap_res is not None and shap_res.n_rows < len(ctx.X):  # a sample of a larger table: every row on request
+    every_row_view(ctx, feats, sci, (picked1, picked2))
 
 # ----------------------------------------------------------------- one pair
 st.divider()

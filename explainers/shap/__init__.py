@@ -10,7 +10,7 @@ missing-feature masks, and satisfies base + sum(values) == prediction.
 """
 from .auto import EXPLAINERS, choose_method, explain, register_explainer
 from .exact import MAX_EXACT_EVALS, ExactShap
-from .interactions import ShapInteractionResult
+from .interactions import MeanInteraction, ShapInteractionResult
 from .kernel import KernelShap
 from .linear import LinearShap, is_linear_model
 from .result import ShapResult
@@ -22,6 +22,7 @@ __all__ = [
     "explain",
     "ShapResult",
     "ShapInteractionResult",
+    "MeanInteraction",
     "EXPLAINERS",
     "MAX_EXACT_EVALS",
     "choose_method",

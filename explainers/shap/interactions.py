@@ -244,6 +244,80 @@ class ShapInteractionResult:
         )
 
 
+    def pair_abs_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sum over the rows of ``|values[:, i, j] + values[:, j, i]|`` off the diagonal and of
+        ``|values[:, i, i]|`` on it, sum over the rows of the mean |SHAP value| per output): what
+        :meth:`MeanInteraction.from_sums` averages, added block by block over rows too many to hold.
+
+        Returns
+        -------
+        (ndarray of shape (n_features, n_features[, n_outputs]), ndarray of shape (n_outputs,))
+        """
+        vals = self.values
+        pair = vals + vals.swapaxes(1, 2)
+        d = np.arange(vals.shape[1])
+        pair[:, d, d] = vals[:, d, d]
+        np.abs(pair, out=pair)
+        shap = np.abs(vals.sum(axis=2)).mean(axis=1)  # (n,) or (n, k): each row's mean |phi|
+        return pair.sum(axis=0), np.atleast_1d(shap.sum(axis=0)).astype(np.float64)
+
+
+@dataclass
+class MeanInteraction:
+    """How strongly pairs of features interact over rows whose own interaction values are not
+    kept (every row of a large table, added up block by block).
+
+    Attributes
+    ----------
+    pair : ndarray of shape (n_features, n_features) or (n_features, n_features, n_outputs)
+        Off the diagonal, the mean over the rows of ``|values[:, i, j] + values[:, j, i]|`` (the
+        pair's whole interaction); on it, the mean |main effect| ``|values[:, i, i]|``.
+    shap_scale : ndarray of shape (n_outputs,)
+        Mean |SHAP value| over the rows and features, per output: the scale an interaction is
+        rounding noise against.
+    feature_names, output_names : list of str
+    n_rows : int
+        The rows averaged over.
+    method, output : str
+        As the results the means were added from.
+    """
+
+    pair: np.ndarray
+    shap_scale: np.ndarray
+    feature_names: list
+    n_rows: int
+    method: str
+    output: str
+    output_names: list = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+
+    @property
+    def n_outputs(self) -> int:
+        return 1 if self.pair.ndim == 2 else int(self.pair.shape[2])
+
+    def select(self, class_index: int) -> "MeanInteraction":
+        """The means of one output, with a 2-D ``pair``."""
+        k = self.n_outputs
+        ok = isinstance(class_index, (int, np.integer)) and not isinstance(class_index, bool)
+        if not ok or not 0 <= class_index < k:
+            raise param_error("class_index", "MeanInteraction.select", f"an int in [0, {k - 1}]", class_index)
+        if self.pair.ndim == 2:
+            return self
+        c = int(class_index)
+        return replace(self, pair=self.pair[..., c], shap_scale=self.shap_scale[c:c + 1],
+                       output_names=[self.output_names[c]], params={**self.params, "class_index": c})
+
+    @classmethod
+    def from_sums(cls, pair_sum: np.ndarray, scale_sum: np.ndarray, n_rows: int,
+                  like: ShapInteractionResult) -> "MeanInteraction":
+        """The means of :meth:`ShapInteractionResult.pair_abs_sums` added over ``n_rows`` rows,
+        named as ``like`` (a result of some of those rows)."""
+        n = max(1, int(n_rows))
+        return cls(pair=np.asarray(pair_sum, dtype=np.float64) / n, shap_scale=np.asarray(scale_sum, np.float64) / n,
+                   feature_names=list(like.feature_names), n_rows=int(n_rows), method=like.method,
+                   output=like.output, output_names=list(like.output_names))
+
+
 def _finish(inter: np.ndarray, phi: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Symmetric (n, p, p, k) off-diagonal values -> the full matrices.
 

@@ -3,6 +3,7 @@
 The page runs inside the real dashboard/app.py (tests/views/_interactions_app.py adds it
 to the navigation until app.py registers it).
 """
+import json
 from pathlib import Path
 
 import numpy as np
@@ -294,3 +295,95 @@ def test_second_order_ale_on_every_row_when_asked(demo_cards, monkeypatch):
     assert int(want.counts.sum()) == len(ctx.X) > 300
     np.testing.assert_allclose(shown(), cells(want), rtol=0, atol=1e-12)
     assert any(f"ALE on every one of the {len(ctx.X):,} rows" in c.value for c in at.caption)
+
+
+def test_every_row_heatmap_when_asked(demo_cards):
+    """A sample of a larger table offers the mean |SHAP interaction| of every row: its heatmap
+    holds every row's means for the sample heatmap's features, and the link keeps the switch."""
+    at = _open("housing_gb")
+    _, feats, _ = _heatmap(at)
+    toggle = [t for t in at.toggle if t.label.startswith("Mean |SHAP interaction| of every row (2,000")]
+    assert len(toggle) == 1 and toggle[0].value is False
+    assert not any("every row" in json.dumps(f["layout"].get("title", "")) for f in figures(at))
+    toggle[0].set_value(True).run()
+    assert not at.exception, at.exception
+    model, ds, _ = load_demo("housing_gb")
+    full = TreeShap(model).interactions(ds.X, nan_is_missing="auto")  # every one of the 2,000 rows
+    every = [f for f in figures(at) if "every row" in json.dumps(f["layout"].get("title", ""))]
+    assert len(every) == 1
+    heat = every[0]["data"][0]
+    assert [str(v) for v in array(heat["x"])] == [str(v) for v in array(figures(at)[0]["data"][0]["x"])]
+    pos = [full.feature_names.index(f) for f in feats]
+    expected = 2 * full.mean_abs()[np.ix_(pos, pos)]
+    z = array(heat["z"]).astype(float)
+    off = ~np.eye(len(feats), dtype=bool)
+    np.testing.assert_allclose(z[off], expected[off], rtol=1e-12, atol=0)
+    assert np.isnan(z[~off]).all()
+    assert any("every one of the 2,000 rows" in c.value for c in at.caption)
+    assert at.query_params.get("every") in (["true"], "true", ["1"], "1", ["True"], "True"), dict(at.query_params)
+
+
+def test_a_table_the_sample_covers_offers_no_every_row(demo_cards):
+    at = _open("wine_gb")  # 178 rows, all of them in the sample
+    assert not [t for t in at.toggle if "every row" in t.label]
+
+
+def test_every_row_interactions_stopped_midway_keep_their_rows_and_go_on(monkeypatch):
+    """A Stop while every row's interaction values are added keeps the rows added: asking again goes
+    on from there (no row explained twice), every output is kept, and the means are those of every
+    row, in blocks no larger than BLOCK_BYTES allows."""
+    import time
+
+    import explainers.shap as shap_mod
+    from dashboard.state import every_row
+    from dashboard.state.cache import ResultCache
+    from dashboard.state.context import demo_context
+    from dashboard.figures.interactions import interaction_strength
+
+    monkeypatch.setattr(every_row, "result_cache", lambda cache=ResultCache(): cache)
+    monkeypatch.setattr(every_row, "first_block", lambda fast, fixed, per_row: 50)
+    monkeypatch.setattr(every_row, "next_block", lambda block, took, fixed: block)
+    monkeypatch.setattr(every_row, "_POLL_S", 0.01)
+    ctx = demo_context("wine_gb")  # 178 rows, 13 features, 3 classes
+    # at most 37 rows of 13 x 13 x 3 values (and as much again for their sums) per block
+    monkeypatch.setattr(every_row, "BLOCK_BYTES", 37 * 2 * 8 * 13 * 13 * 3)
+    assert every_row._interaction_plan(ctx, "tree")[2] == 37
+    explained = []
+    real = shap_mod.TreeShap.interactions
+
+    def counted(self, X, **kw):  # slowed: the Stop comes while blocks are left
+        explained.append(len(X))
+        time.sleep(0.1)
+        return real(self, X, **kw)
+
+    monkeypatch.setattr(shap_mod.TreeShap, "interactions", counted)
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_a_block(done, total):
+        if done >= 37:
+            raise Stop
+
+    with pytest.raises(Stop):
+        every_row.interactions_every_row(ctx, stop_after_a_block)
+    deadline = time.time() + 60
+    while every_row._interaction_sums(ctx, "tree").worker.is_alive() and time.time() < deadline:
+        time.sleep(0.01)
+    kept = every_row.interaction_rows_added(ctx)
+    assert 37 <= kept < 178 and kept % 37 == 0
+    seen = []
+    res = every_row.interactions_every_row(ctx, lambda done, total: seen.append((done, total)))
+    assert sum(explained) == 178 and max(explained) == 37  # every row once, no block over the bound
+    assert seen[0][0] == kept and seen[-1] == (178, 178)
+    full = real(TreeShap(ctx.model), ctx.X, nan_is_missing="auto")
+    assert res.n_rows == 178 and res.n_outputs == 3 and list(res.feature_names) == list(full.feature_names)
+    for ci in range(3):
+        got = interaction_strength(res, class_index=ci).to_numpy()
+        want = interaction_strength(full, class_index=ci).to_numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        sel = full.select(ci)
+        np.testing.assert_allclose(res.select(ci).shap_scale[0], np.abs(sel.shap_values).mean(), rtol=1e-12)
+        np.testing.assert_allclose(np.diag(res.select(ci).pair), np.abs(np.diagonal(sel.values, axis1=1, axis2=2)).mean(0),
+                                   rtol=1e-12)
+    assert every_row.interactions_every_row_seconds(ctx) == 0.0
