@@ -37,6 +37,15 @@ class _Sums:
         self.like = None  # a small result naming the features and outputs
         self.worker = None
         self.error = None
+        self.seconds = 0.0  # the worker's seconds on the rows added
+
+    def seconds_left(self, n: int, estimate) -> float:
+        """Seconds for rows ``done .. n - 1``: at the pace of the rows added so far once they took
+        a second (what this machine and model really did), else ``estimate(rows left)``."""
+        left = max(0, n - self.done)
+        if self.done and self.seconds >= 1.0:
+            return left * self.seconds / self.done
+        return estimate(left)
 
 
 def _block_rows_cap(values_per_row: int) -> int:
@@ -90,6 +99,7 @@ def _add_blocks(sums: _Sums, n: int, add_block, plan, cancel: threading.Event) -
                 if sums.like is None:
                     sums.like = like
                 sums.done = stop
+                sums.seconds += time.perf_counter() - t0
             block = min(next_block(block, time.perf_counter() - t0, fixed), most)
     except BaseException as exc:  # handed to the waiting script
         sums.error = exc
@@ -106,10 +116,13 @@ def rows_added(ctx: ModelContext, method: str, output: str) -> int:
 
 
 def every_row_seconds(ctx: ModelContext, method: str, output: str) -> float:
-    """Estimated seconds for the rows not added yet, by the SHAP cost line and the worker's blocks."""
-    fixed, per_row = shap_cost_line(ctx, method, output)
-    left = len(ctx.X) - rows_added(ctx, method, output)
-    return blocks_seconds(left, first_block(shap_is_fast(ctx, method, output), fixed, per_row), fixed, per_row)
+    """Estimated seconds for the rows not added yet: by the SHAP cost line and the worker's blocks, or
+    once some rows took a second, at their pace."""
+    def estimate(left: int) -> float:
+        fixed, per_row = shap_cost_line(ctx, method, output)
+        return blocks_seconds(left, first_block(shap_is_fast(ctx, method, output), fixed, per_row), fixed, per_row)
+
+    return _sums(ctx, method, output).seconds_left(len(ctx.X), estimate)
 
 
 def mean_abs_every_row(ctx: ModelContext, method: str, output: str, progress=None):
@@ -179,15 +192,19 @@ def interaction_rows_added(ctx: ModelContext) -> int:
 
 
 def interactions_every_row_seconds(ctx: ModelContext) -> float:
-    """Estimated seconds for the rows not added yet, by the interaction cost line and the worker's blocks."""
+    """Estimated seconds for the rows not added yet: by the interaction cost line and the worker's
+    blocks, or once some rows took a second, at their pace."""
     from .interactions import interaction_method, shap_interaction_line
 
     method, _ = interaction_method(ctx)
     if method is None:
         return 0.0
-    fixed, per_row = shap_interaction_line(ctx, method)
-    first, _, most = _interaction_plan(ctx, method)
-    return blocks_seconds(len(ctx.X) - interaction_rows_added(ctx), min(first, most), fixed, per_row)
+    def estimate(left: int) -> float:
+        fixed, per_row = shap_interaction_line(ctx, method)
+        first, _, most = _interaction_plan(ctx, method)
+        return blocks_seconds(left, min(first, most), fixed, per_row)
+
+    return _interaction_sums(ctx, method).seconds_left(len(ctx.X), estimate)
 
 
 def interactions_every_row(ctx: ModelContext, progress=None):

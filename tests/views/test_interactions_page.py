@@ -387,3 +387,18 @@ def test_every_row_interactions_stopped_midway_keep_their_rows_and_go_on(monkeyp
         np.testing.assert_allclose(np.diag(res.select(ci).pair), np.abs(np.diagonal(sel.values, axis1=1, axis2=2)).mean(0),
                                    rtol=1e-12)
     assert every_row.interactions_every_row_seconds(ctx) == 0.0
+
+
+def test_time_left_follows_the_pace_of_rows_added():
+    """Before any row, the estimate is the cost line's; once rows took a second, the rest is
+    estimated at their pace (a line probed on a busy machine said 10 minutes for 2 of work)."""
+    from dashboard.state.every_row import _Sums
+
+    sums = _Sums()
+    assert sums.seconds_left(1000, lambda left: 7.0 * left) == 7000.0
+    sums.done, sums.seconds = 100, 0.5  # under a second: still the line's
+    assert sums.seconds_left(1000, lambda left: 7.0 * left) == 6300.0
+    sums.seconds = 2.0
+    assert sums.seconds_left(1000, lambda left: 7.0 * left) == pytest.approx(18.0, rel=1e-12)
+    sums.done = 1000
+    assert sums.seconds_left(1000, lambda left: 7.0 * left) == 0.0
