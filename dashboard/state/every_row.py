@@ -191,26 +191,15 @@ def interaction_rows_added(ctx: ModelContext) -> int:
     return 0 if method is None else _interaction_sums(ctx, method).done
 
 
-#: a sample of at least this many rows gives every row's pace (a smaller one's is mostly fixed costs)
-PACE_ROWS = 256
-
-
-def interactions_every_row_seconds(ctx: ModelContext, sample=None) -> float:
-    """Estimated seconds for the rows not added yet: once some rows took a second, at their pace;
-    else at the pace of ``sample`` (the page's result of :func:`~.interactions.shap_interactions`:
-    at least PACE_ROWS rows, whose calls share the rows between threads as a block's do: the cost
-    line of a few rows on one thread said 171 s for 109 at a million rows); else by the
-    interaction cost line and the worker's blocks."""
-    from .interactions import SECONDS, interaction_method, shap_interaction_line
+def interactions_every_row_seconds(ctx: ModelContext) -> float:
+    """Estimated seconds for the rows not added yet: by the interaction cost line and the worker's
+    blocks, or once some rows took a second, at their pace."""
+    from .interactions import interaction_method, shap_interaction_line
 
     method, _ = interaction_method(ctx)
     if method is None:
         return 0.0
-
     def estimate(left: int) -> float:
-        seconds = sample.params.get(SECONDS) if sample is not None and sample.method == method else None
-        if seconds and sample.n_rows >= PACE_ROWS:
-            return left * seconds / sample.n_rows
         fixed, per_row = shap_interaction_line(ctx, method)
         first, _, most = _interaction_plan(ctx, method)
         return blocks_seconds(left, min(first, most), fixed, per_row)

@@ -44,8 +44,6 @@ MAX_FEATURES = 12
 #: the most features the user may ask the heatmap for (a matrix past it cannot be read)
 MAX_PICK_FEATURES = 25
 #: the page's measures
-#: a sample's result's ``params`` entry: the seconds its SHAP interaction values took
-SECONDS = "seconds"
 SHAP_MEASURE = "SHAP interaction"
 H_MEASURE = "H statistic"
 MEASURES = (SHAP_MEASURE, H_MEASURE)
@@ -329,17 +327,13 @@ def shap_interactions(ctx: ModelContext, n_rows: int = SHAP_ROWS, progress=None)
 
     def compute():
         rows = sample_rows(ctx, n)
-        t0 = time.perf_counter()
         if method == "tree":
             from explainers.shap import TreeShap
 
-            res = TreeShap(ctx.model).interactions(rows, nan_is_missing="auto", progress=progress)
-        else:
-            from explainers.shap import ExactShap
+            return TreeShap(ctx.model).interactions(rows, nan_is_missing="auto", progress=progress)
+        from explainers.shap import ExactShap
 
-            res = ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND)).interactions(rows, progress=progress)
-        res.params[SECONDS] = time.perf_counter() - t0  # the pace of every row's (every_row)
-        return res
+        return ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND)).interactions(rows, progress=progress)
 
     return result_cache().get_or_compute(("interactions_shap", ctx.model_key, ctx.data_key, n, method), compute)
 

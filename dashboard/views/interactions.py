@@ -9,14 +9,13 @@ from dashboard.state import interactions as ia
 
 
 
-def every_row_view(ctx, sample, feats: list[str], sci, picked: tuple[str, str]) -> None:
-    """On request, the mean |SHAP interaction| of every row of the table, for the heatmap's features
-    (``sample``: the SHAP interaction values of the sample the heatmap shows)."""
+def every_row_view(ctx, feats: list[str], sci, picked: tuple[str, str]) -> None:
+    """On request, the mean |SHAP interaction| of every row of the table, for the heatmap's features."""
     from dashboard.state.every_row import interactions_every_row, interactions_every_row_seconds
 
     n = len(ctx.X)
     try:
-        left = interactions_every_row_seconds(ctx, sample)
+        left = interactions_every_row_seconds(ctx)
     except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
         left = 0.0
     when = f", about {state.fmt_seconds(left)}" if left >= 1 else ""
@@ -221,7 +220,7 @@ if h_res is not None:
 st.caption(". ".join(parts) + f". {len(feats)} of {len(cols)} features shown: those with the largest total "
            "interaction.")
 if shap_res is not None and shap_res.n_rows < len(ctx.X):  # a sample of a larger table: every row on request
-    every_row_view(ctx, shap_res, feats, sci, (picked1, picked2))
+    every_row_view(ctx, feats, sci, (picked1, picked2))
 
 # ----------------------------------------------------------------- one pair
 st.divider()

@@ -402,25 +402,3 @@ def test_time_left_follows_the_pace_of_rows_added():
     assert sums.seconds_left(1000, lambda left: 7.0 * left) == pytest.approx(18.0, rel=1e-12)
     sums.done = 1000
     assert sums.seconds_left(1000, lambda left: 7.0 * left) == 0.0
-
-
-def test_every_row_estimate_at_the_pace_of_the_sample(monkeypatch):
-    """Before any row is added, a sample of at least PACE_ROWS rows gives the pace (its calls share
-    the rows between threads as the blocks do); a smaller one leaves the estimate to the cost line."""
-    from types import SimpleNamespace
-
-    from dashboard.state import every_row
-    from dashboard.state.cache import ResultCache
-    from dashboard.state.context import demo_context
-
-    cache = ResultCache()
-    monkeypatch.setattr(every_row, "result_cache", lambda: cache)
-    monkeypatch.setattr(ia, "result_cache", lambda: cache)
-    ctx = demo_context("housing_gb")  # 2,000 rows
-    res = ia.shap_interactions(ctx, 300)
-    assert res.n_rows == 300 and res.params[ia.SECONDS] > 0
-    want = 2000 * res.params[ia.SECONDS] / 300
-    assert every_row.interactions_every_row_seconds(ctx, res) == pytest.approx(want, rel=1e-12)
-    small = SimpleNamespace(method="tree", n_rows=every_row.PACE_ROWS - 1, params={ia.SECONDS: 1e6})
-    line = every_row.interactions_every_row_seconds(ctx)
-    assert every_row.interactions_every_row_seconds(ctx, small) == line < 1e6
