@@ -503,3 +503,31 @@ def test_brute_force_predictions_counts_what_h_predicts(pairs):
     expected = n * (1 + sum(X[c].nunique(dropna=False) for c in feats)
                     + sum(len(X[[p, q]].drop_duplicates()) for p, q in pair_list))
     assert sum(asked) == expected
+
+
+def test_interaction_threads_are_those_the_rows_are_shared_among(monkeypatch):
+    """interaction_threads says how many threads a call's rows are shared among (the every-row
+    estimate divides a one-thread probe's cost by it): counted on the thread pool itself."""
+    from sklearn.ensemble import GradientBoostingRegressor as GBR
+
+    X, y = _data(3000)
+    model = GBR(n_estimators=200, max_depth=5, random_state=0).fit(X, y)
+    pools = []
+    real = inter_mod.ThreadPoolExecutor
+
+    class Counted(real):
+        def __init__(self, max_workers=None, **kw):
+            pools.append(max_workers)
+            super().__init__(max_workers=max_workers, **kw)
+
+    monkeypatch.setattr(inter_mod, "ThreadPoolExecutor", Counted)
+    for n_jobs in (1, 2, 3):
+        ts = TreeShap(model, n_jobs=n_jobs)
+        for n in (4, 32, 300, 3000):
+            pools.clear()
+            ts.interactions(X[:n])
+            want = inter_mod.interaction_threads(ts, n)
+            assert (max(pools) if pools else 1) == want, (n_jobs, n, pools)
+            if n_jobs == 1 or n <= 32:
+                assert want == 1
+    assert inter_mod.interaction_threads(TreeShap(model, n_jobs=2), 3000) == 2

@@ -202,7 +202,13 @@ def interactions_every_row_seconds(ctx: ModelContext) -> float:
     def estimate(left: int) -> float:
         fixed, per_row = shap_interaction_line(ctx, method)
         first, _, most = _interaction_plan(ctx, method)
-        return blocks_seconds(left, min(first, most), fixed, per_row)
+        block = min(first, most)
+        if method == "tree":  # the line's probes, a few rows, ran on one thread; a block's rows share them
+            from explainers.shap import TreeShap
+            from explainers.shap.interactions import interaction_threads
+
+            per_row /= interaction_threads(TreeShap(ctx.model), block)
+        return blocks_seconds(left, block, fixed, per_row)
 
     return _interaction_sums(ctx, method).seconds_left(len(ctx.X), estimate)
 

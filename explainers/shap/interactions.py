@@ -520,18 +520,36 @@ def _run_rows(ts, nd, depth, plan: _Plan, Xp, rows, bg, out, tick) -> None:
                                               plan.gl_w, out)
         return len(chunk)
 
-    n_jobs = ts.n_jobs
-    per = max(block, min(CHUNK_ROWS, -(-len(rows) // n_jobs)))
+    per, threads = _row_chunks(ts, len(rows), p)
     chunks = [rows[s : s + per] for s in range(0, len(rows), per)]
-    leaves = int((nd["left"] < 0).sum())
-    work_est = float(len(rows)) * leaves * max(depth, 1) ** 2 / 2
-    if n_jobs == 1 or len(chunks) == 1 or work_est < MIN_PARALLEL_WORK:
+    if threads == 1:
         for ch in chunks:
             tick(work(ch))
         return
-    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+    with ThreadPoolExecutor(max_workers=threads) as pool:
         for done in pool.map(work, chunks):
             tick(done)
+
+
+def _row_chunks(ts, n_rows: int, p: int) -> tuple[int, int]:
+    """(rows per thread task, threads) of :func:`_run_rows` on ``n_rows`` rows of ``p`` features:
+    one thread below MIN_PARALLEL_WORK updates or for one task."""
+    nd = ts._nodes
+    depth = true_depth(ts.ensemble)
+    block = int(min(128, max(8, BLOCK_FLOATS // (p * p * ts.ensemble.n_raw))))
+    per = max(block, min(CHUNK_ROWS, -(-int(n_rows) // ts.n_jobs)))
+    tasks = -(-int(n_rows) // per)
+    leaves = int((nd["left"] < 0).sum())
+    work_est = float(n_rows) * leaves * max(depth, 1) ** 2 / 2
+    if ts.n_jobs == 1 or tasks <= 1 or work_est < MIN_PARALLEL_WORK:
+        return per, 1
+    return per, min(ts.n_jobs, tasks)
+
+
+def interaction_threads(ts, n_rows: int) -> int:
+    """Threads :meth:`TreeShap.interactions` shares ``n_rows`` rows (of one missing pattern) among:
+    a cost measured on a few rows, on one thread, is that many times what a large call's rows take."""
+    return _row_chunks(ts, n_rows, int(ts.ensemble.n_features))[1]
 
 
 # ------------------------------------------------------------------ tree
