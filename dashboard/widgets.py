@@ -75,6 +75,25 @@ def empty_cells_caption(ctx: ModelContext, res, row: int, chosen: bool) -> None:
                    "is the model's own. Switch on *Treat empty cells as missing features* to explain them as masks.")
 
 
+def every_row_switch(what: str, n_rows: int, key: str, seconds_left, rows_done: int = 0, *, help: str) -> bool:
+    """A switch for ``what`` on every row of a large table; while it is off, a caption under it with
+    the time the rows left take (``seconds_left()``, called only then) and the rows already done. The
+    time is not in the switch's label: a label is drawn before the work it announces, and would still
+    say "about 2 min" beside the finished chart."""
+    on = st.toggle(f"{what} of every row ({n_rows:,})", help=help, **state.bind(key, False, options=(True, False)))
+    if not on:
+        try:
+            left = seconds_left()
+        except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+            left = 0.0
+        if left >= 1 and 0 < rows_done < n_rows:
+            st.caption(f"{rows_done:,} of the {n_rows:,} rows are done (kept from a Stop); the rest take about "
+                       f"{state.fmt_seconds(left)}.")
+        elif left >= 1:
+            st.caption(f"Every row takes about {state.fmt_seconds(left)}.")
+    return on
+
+
 def compared_segment(ctx: ModelContext):
     """The sidebar's segment when it can be compared with the rest, else None.
 

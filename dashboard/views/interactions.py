@@ -11,19 +11,15 @@ from dashboard.state import interactions as ia
 
 def every_row_view(ctx, feats: list[str], sci, picked: tuple[str, str]) -> None:
     """On request, the mean |SHAP interaction| of every row of the table, for the heatmap's features."""
-    from dashboard.state.every_row import interactions_every_row, interactions_every_row_seconds
+    from dashboard.state.every_row import (interaction_rows_added, interactions_every_row,
+                                           interactions_every_row_seconds)
 
     n = len(ctx.X)
-    try:
-        left = interactions_every_row_seconds(ctx)
-    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
-        left = 0.0
-    when = f", about {state.fmt_seconds(left)}" if left >= 1 else ""
-    if not st.toggle(f"Mean |SHAP interaction| of every row ({n:,}{when})",
-                     help="Adds up every row's |SHAP interaction values| block by block, with progress; the rows' "
-                          "own values are not kept. A Stop (top right) keeps the rows done so far: turning it on "
-                          "again goes on from there.",
-                     **state.bind("ia_every", False, options=(True, False))):
+    if not widgets.every_row_switch(
+            "Mean |SHAP interaction|", n, "ia_every", lambda: interactions_every_row_seconds(ctx),
+            interaction_rows_added(ctx),
+            help="Adds up every row's |SHAP interaction values| block by block, with progress; the rows' own values "
+                 "are not kept. A Stop (top right) keeps the rows done so far: turning it on again goes on from there."):
         return
     bar = st.progress(0.0, text="SHAP interaction values of every row…")
     try:

@@ -16,18 +16,14 @@ def show_error(exc: BaseException) -> None:
 
 def every_row_view(ctx, method: str, glob, gci) -> None:
     """On request, the mean |SHAP| of every row of the table (the charts above: the sample's)."""
-    from dashboard.state.every_row import every_row_seconds, mean_abs_every_row
+    from dashboard.state.every_row import every_row_seconds, mean_abs_every_row, rows_added
 
     n = len(ctx.X)
-    try:
-        left = every_row_seconds(ctx, method, glob.output)
-    except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
-        left = 0.0
-    when = f", about {state.fmt_seconds(left)}" if left >= 1 else ""
-    if not st.toggle(f"Mean |SHAP| of every row ({n:,}{when})",
-                     help="Adds up every row's |SHAP value| block by block, with progress. A Stop (top right) "
-                          "keeps the rows done so far: turning it on again goes on from there.",
-                     **state.bind("shap_every", False, options=(True, False))):
+    if not widgets.every_row_switch(
+            "Mean |SHAP|", n, "shap_every", lambda: every_row_seconds(ctx, method, glob.output),
+            rows_added(ctx, method, glob.output),
+            help="Adds up every row's |SHAP value| block by block, with progress. A Stop (top right) keeps the "
+                 "rows done so far: turning it on again goes on from there."):
         return
     bar = st.progress(0.0, text="Explaining every row…")
     try:

@@ -297,13 +297,18 @@ def test_second_order_ale_on_every_row_when_asked(demo_cards, monkeypatch):
     assert any(f"ALE on every one of the {len(ctx.X):,} rows" in c.value for c in at.caption)
 
 
-def test_every_row_heatmap_when_asked(demo_cards):
+def test_every_row_heatmap_when_asked(demo_cards, monkeypatch):
     """A sample of a larger table offers the mean |SHAP interaction| of every row: its heatmap
-    holds every row's means for the sample heatmap's features, and the link keeps the switch."""
+    holds every row's means for the sample heatmap's features, and the link keeps the switch. The
+    time it takes is said under the switch while it is off, never beside the finished chart."""
+    from dashboard.state import every_row
+
+    monkeypatch.setattr(every_row, "interactions_every_row_seconds", lambda ctx: 125.0)
     at = _open("housing_gb")
     _, feats, _ = _heatmap(at)
-    toggle = [t for t in at.toggle if t.label.startswith("Mean |SHAP interaction| of every row (2,000")]
+    toggle = [t for t in at.toggle if t.label == "Mean |SHAP interaction| of every row (2,000)"]
     assert len(toggle) == 1 and toggle[0].value is False
+    assert "Every row takes about 2 min." in [c.value for c in at.caption]
     assert not any("every row" in json.dumps(f["layout"].get("title", "")) for f in figures(at))
     toggle[0].set_value(True).run()
     assert not at.exception, at.exception
@@ -320,7 +325,18 @@ def test_every_row_heatmap_when_asked(demo_cards):
     np.testing.assert_allclose(z[off], expected[off], rtol=1e-12, atol=0)
     assert np.isnan(z[~off]).all()
     assert any("every one of the 2,000 rows" in c.value for c in at.caption)
+    assert not any("takes about" in c.value for c in at.caption)
     assert at.query_params.get("every") in (["true"], "true", ["1"], "1", ["True"], "True"), dict(at.query_params)
+
+
+def test_every_row_switch_says_the_rows_kept_from_a_stop(monkeypatch):
+    """Off, after a Stop: how many rows are done and what the rest take."""
+    from dashboard.state import every_row
+
+    monkeypatch.setattr(every_row, "interactions_every_row_seconds", lambda ctx: 89.0)
+    monkeypatch.setattr(every_row, "interaction_rows_added", lambda ctx: 500)
+    at = _open("housing_gb")
+    assert "500 of the 2,000 rows are done (kept from a Stop); the rest take about 89 s." in [c.value for c in at.caption]
 
 
 def test_a_table_the_sample_covers_offers_no_every_row(demo_cards):
