@@ -66,7 +66,8 @@ from .costs import (
     sample_cost,
     shap_is_fast,
 )
-from .effects import ALE_MAX_ROWS, PDP_MAX_ROWS, ale, ale_caption, ale_rows, ale_sampled, pdp
+from .effects import (ALE_MAX_ROWS, PDP_MAX_ROWS, ale, ale_caption, ale_rows, ale_sampled, pdp, pdp_every_row,
+                      pdp_every_row_seconds)
 from .predictions import all_labels, all_predictions, data_score
 from .importance import IMPORTANCE_METHODS, comparison, default_importance_rows, importance, importance_cost, importances
 from .report import report_html

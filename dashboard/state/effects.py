@@ -31,6 +31,38 @@ def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, perc
     return result_cache().get_or_compute(key, compute)
 
 
+def pdp_every_row(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int,
+                  percentiles: tuple[float, float], notice=None):
+    """Partial dependence (the average alone, no ICE) over every row, on the grid :func:`pdp` uses
+    (the grid is of every row whatever the sample); computed in a worker thread, ``notice(seconds)``
+    showing that it runs and letting a Stop end the wait, and cached."""
+    def compute():
+        from explainers.pdp import partial_dependence
+
+        return scale_named(partial_dependence(
+            effects_model(ctx), ctx.X, list(features), grid_resolution=grid_resolution, percentiles=percentiles,
+            kind="average", sample=None, random_state=0,
+        ), ctx)
+
+    from .worker import in_worker
+
+    return in_worker(("pdp_every", ctx.model_key, ctx.data_key, features, grid_resolution, percentiles, scale_key(ctx)),
+                     compute, notice)
+
+
+def pdp_every_row_seconds(ctx: ModelContext, sample) -> float:
+    """Seconds the partial dependence of every row takes by brute force (``sample.method``, the page's
+    result on a sample): every row predicted at each grid point (cell, for two features), by the
+    predict's seconds per row. 0 for the tree walk, whose rows cost little (3-4 s a million rows for
+    200 trees of depth 6, one feature or two)."""
+    if sample.method != "brute":
+        return 0.0
+    from .costs import predict_seconds_per_row
+
+    points = int(np.prod([len(g) for g in sample.grid]))
+    return predict_seconds_per_row(ctx) * len(ctx.X) * points
+
+
 #: rows behind an ALE curve: a seeded sample above that (view_rows: classes in proportion). ALE
 #: predicts each row at its bin's two edges (four corners for two features): on a million rows
 #: the Interactions page's second-order ALE alone took 10 s

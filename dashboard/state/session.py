@@ -163,7 +163,8 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
                empty="pdp_empty"),
     *_controls("effects", "int", grid="pdp_grid", grid2="pdp_grid2", rows="pdp_rows", ice_lines="pdp_nice"),
     *_controls("effects", "pair", pct="pdp_pct"),
-    *_controls("effects", "bool", ice="pdp_ice", centered="pdp_centered", points="pdp_points", ale_all="pdp_ale_all"),
+    *_controls("effects", "bool", ice="pdp_ice", centered="pdp_centered", points="pdp_points", ale_all="pdp_ale_all",
+               every="pdp_every"),
     # SHAP
     *_controls("attribution", "str", pick="shap_pick", method="shap_method", view="shap_view",
                source="shap_source", dep="shap_dep", dep_colour="shap_dep_col"),

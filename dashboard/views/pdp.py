@@ -1,4 +1,6 @@
 """PDP / ICE / ALE page: how the prediction moves with one or two features."""
+from dataclasses import replace
+
 import streamlit as st
 
 from dashboard import figures, state, widgets
@@ -61,6 +63,21 @@ try:
 except Exception as exc:
     widgets.show_error(exc)
     st.stop()
+sample_res, pd_every = res, False  # the sample's result; the charts' (its average of every row, on request)
+if max_rows < n_rows:
+    pd_every = widgets.every_row_switch(
+        "Partial dependence", n_rows, "pdp_every", lambda: state.pdp_every_row_seconds(ctx, sample_res),
+        help="The curve (or map) averages over every row instead of the sample; the ICE curves stay the sample's. "
+             "Tree models walk their trees (a few seconds per million rows); other models predict every row at "
+             "each grid point. A Stop (top right) ends the wait.")
+if pd_every:
+    try:
+        every = state.pdp_every_row(ctx, features, int(grid), (lo / 100, hi / 100),
+                                    widgets.Working(f"Partial dependence of every one of the {n_rows:,} rows…"))
+        res = replace(res, average=every.average)
+    except Exception as exc:
+        widgets.show_error(exc)
+        pd_every = False
 
 if seg is not None and two_d:
     st.info("The segment is compared with the rest for one feature: pick no second feature to see its curve "
@@ -130,7 +147,10 @@ else:
                    + (f" {state.ale_caption(ctx, ale_all)}" if state.ale_caption(ctx, ale_all) else ""))
     else:
         st.plotly_chart(fig, key="pdp_1d")
-st.caption(f"Method: {res.method}; {len(res.row_indices):,} rows behind each point.")
+st.caption(f"Method: {res.method}; " + (
+    f"the partial dependence of every one of the {n_rows:,} rows"
+    + ("" if two_d else f", the ICE curves of a seeded sample of {len(sample_res.row_indices):,}") + "."
+    if pd_every else f"{len(res.row_indices):,} rows behind each point."))
 # the CSV is built when the button is clicked, not on every run of the page; a click does not rerun it
 st.download_button("Download the values (CSV)", lambda: figures.pdp_to_csv(res, include_ice=not two_d).encode(),
                    file_name=file_name(f"pdp_{ctx.name}_{'_'.join(features)}.csv"), mime="text/csv",

@@ -207,3 +207,47 @@ def test_ale_on_every_row_when_asked_equals_the_exact_all_row_ale(monkeypatch):
     assert int(sample.counts.sum()) <= 200 < int(want.counts.sum()) == len(ctx.X)
     assert any(f"ALE on every one of the {len(ctx.X):,} rows" in c.value for c in at.caption), \
         [c.value for c in at.caption]
+
+
+def test_partial_dependence_of_every_row_when_asked():
+    """A sample smaller than the table offers the partial dependence of every row: with the switch on,
+    the curve is the exact all-row PD (scikit-learn's, on the same grid), the ICE curves stay the
+    sample's, the caption says both, and the 2D map too; with every row in the sample, no switch."""
+    from sklearn.inspection import partial_dependence as sk_pd
+
+    at = _page("housing_gb")  # 2,000 rows, all of them behind the first view
+    assert not [t for t in at.toggle if "every row" in t.label and "Partial" in t.label]
+    at.number_input(key="pdp_rows").set_value(300).run()
+    assert not at.exception
+    before = figures(at)[0]
+    ice_before = [t for t in before["data"] if t.get("legendgroup") == "ice"]
+    toggle = [t for t in at.toggle if t.label == "Partial dependence of every row (2,000)"]
+    assert len(toggle) == 1 and toggle[0].value is False
+    toggle[0].set_value(True).run()
+    assert not at.exception, at.exception
+    model, ds, _ = load_demo("housing_gb")
+    f = at.selectbox(key="pdp_f1").value
+    fig = figures(at)[0]
+    line = _pd_trace(fig)
+    grid = array(line["x"]).astype(float)
+    np.testing.assert_array_equal(grid, array(_pd_trace(before)["x"]).astype(float))  # the sample's grid
+    want = sk_pd(model, ds.X, [f], custom_values={f: grid}, method="brute", kind="average")["average"][0]
+    np.testing.assert_allclose(array(line["y"]).astype(float), want, rtol=1e-10, atol=1e-10)
+    assert not np.allclose(array(_pd_trace(before)["y"]).astype(float), want, rtol=1e-6)  # not the sample's
+    ice = [t for t in fig["data"] if t.get("legendgroup") == "ice"]
+    assert len(ice) == len(ice_before) > 0
+    for a, b in zip(ice, ice_before):
+        np.testing.assert_array_equal(array(a["y"]).astype(float), array(b["y"]).astype(float))
+    assert any("the partial dependence of every one of the 2,000 rows, the ICE curves of a seeded sample of 300"
+               in c.value for c in at.caption), [c.value for c in at.caption]
+    assert at.query_params.get("every") in (["true"], "true", ["1"], "1", ["True"], "True"), dict(at.query_params)
+    # two features: the map is every row's
+    at.selectbox(key="pdp_f1").set_value("latitude").run()
+    at.selectbox(key="pdp_f2").set_value("longitude").run()
+    assert not at.exception
+    heat = figures(at)[0]["data"][0]
+    gx, gy = array(heat["x"]).astype(float), array(heat["y"]).astype(float)
+    sk = sk_pd(model, ds.X, ["latitude", "longitude"], custom_values={"latitude": gx, "longitude": gy},
+               method="brute", kind="average")["average"][0]
+    np.testing.assert_allclose(array(heat["z"]).astype(float), sk.T, rtol=1e-10, atol=1e-10)
+    assert any("the partial dependence of every one of the 2,000 rows." in c.value for c in at.caption)
