@@ -251,3 +251,20 @@ def test_partial_dependence_of_every_row_when_asked():
                method="brute", kind="average")["average"][0]
     np.testing.assert_allclose(array(heat["z"]).astype(float), sk.T, rtol=1e-10, atol=1e-10)
     assert any("the partial dependence of every one of the 2,000 rows." in c.value for c in at.caption)
+
+
+def test_every_row_estimate_counts_the_brute_force_predictions():
+    """Brute force predicts every row at each grid point (each cell for two features): the estimate
+    is those predictions at the predict's seconds per row; the tree walk's is 0 (it says so in words)."""
+    from dashboard.state import costs
+    from dashboard.state.context import demo_context
+
+    ctx = demo_context("diabetes_linear")
+    one = state.pdp(ctx, ("bmi",), 20, (0.05, 0.95), 100)
+    two = state.pdp(ctx, ("bmi", "age"), 7, (0.05, 0.95), 100)
+    assert one.method == two.method == "brute"
+    per_row = costs.predict_seconds_per_row(ctx)
+    assert state.pdp_every_row_seconds(ctx, one) == per_row * len(ctx.X) * len(one.grid[0]) > 0
+    assert state.pdp_every_row_seconds(ctx, two) == per_row * len(ctx.X) * len(two.grid[0]) * len(two.grid[1])
+    tree = state.pdp(demo_context("housing_gb"), ("latitude",), 20, (0.05, 0.95), 100)
+    assert tree.method == "tree" and state.pdp_every_row_seconds(demo_context("housing_gb"), tree) == 0.0
