@@ -43,6 +43,8 @@ class _Sums:
         """Seconds for rows ``done .. n - 1``: at the pace of the rows added so far once they took
         a second (what this machine and model really did), else ``estimate(rows left)``."""
         left = max(0, n - self.done)
+        if not left:
+            return 0.0
         if self.done and self.seconds >= 1.0:
             return left * self.seconds / self.done
         return estimate(left)
@@ -191,24 +193,77 @@ def interaction_rows_added(ctx: ModelContext) -> int:
     return 0 if method is None else _interaction_sums(ctx, method).done
 
 
+#: rows of the two probes of every row's interaction values (block-sized calls, threads and all)
+EVERY_PROBE_ROWS = (256, 1024)
+#: seconds the larger probe may take by the cost line of a few rows (it runs twice, the smaller too)
+EVERY_PROBE_S = 0.2
+
+
+def interaction_block_line(ctx: ModelContext, method: str) -> tuple[float, float]:
+    """(fixed seconds per call, seconds per row) of SHAP interaction values in block-sized calls:
+    the line through two probes of EVERY_PROBE_ROWS rows (the best of two runs each), cached. The
+    page's cost line comes from a few rows on one thread, where a few milliseconds of noise swing
+    the slope (at a million rows it said 35 s, then 12 min, for 110 s of work), and a block's rows
+    share the threads. Where the larger probe would be slow by that line (a slow model, whose rows
+    dominate its cost anyway), that line, with the tree walk's rows shared among its threads."""
+    from .interactions import shap_interaction_line
+    from .rows import sample_rows
+
+    def probe() -> tuple[float, float]:
+        fixed, per_row = shap_interaction_line(ctx, method)
+        small, big = EVERY_PROBE_ROWS
+        big = min(big, len(ctx.X), int((EVERY_PROBE_S - fixed) / per_row) if per_row > 0 else big)
+        explainer = _interaction_explainer(ctx, method)
+        if big < 2 * small:
+            threads = 1
+            if method == "tree":
+                from explainers.shap.interactions import interaction_threads
+
+                threads = interaction_threads(explainer, _interaction_plan(ctx, method)[2])
+            return fixed, per_row / threads
+        rows = sample_rows(ctx, big)
+
+        def took(part) -> float:
+            best = np.inf
+            for _ in range(2):
+                t0 = time.perf_counter()
+                _interactions_of(explainer, method, part)
+                best = min(best, time.perf_counter() - t0)
+            return best
+
+        t_small, t_big = took(rows.iloc[:small]), took(rows)
+        slope = max(0.0, (t_big - t_small) / (len(rows) - small))
+        return max(0.0, t_small - slope * small), slope
+
+    return result_cache().get_or_compute(("interactions_block_line", ctx.model_key, ctx.data_key, method), probe)
+
+
+def _interaction_explainer(ctx: ModelContext, method: str):
+    from explainers.shap import ExactShap, TreeShap
+
+    from .interactions import EXACT_BACKGROUND
+
+    return TreeShap(ctx.model) if method == "tree" else ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND))
+
+
+def _interactions_of(explainer, method: str, rows):
+    return explainer.interactions(rows, nan_is_missing="auto") if method == "tree" else explainer.interactions(rows)
+
+
 def interactions_every_row_seconds(ctx: ModelContext) -> float:
-    """Estimated seconds for the rows not added yet: by the interaction cost line and the worker's
-    blocks, or once some rows took a second, at their pace."""
-    from .interactions import interaction_method, shap_interaction_line
+    """Estimated seconds for the rows not added yet: by the line of block-sized calls
+    (:func:`interaction_block_line`) and the worker's blocks, or once some rows took a second, at
+    their pace."""
+    from .interactions import interaction_method
 
     method, _ = interaction_method(ctx)
     if method is None:
         return 0.0
-    def estimate(left: int) -> float:
-        fixed, per_row = shap_interaction_line(ctx, method)
-        first, _, most = _interaction_plan(ctx, method)
-        block = min(first, most)
-        if method == "tree":  # the line's probes, a few rows, ran on one thread; a block's rows share them
-            from explainers.shap import TreeShap
-            from explainers.shap.interactions import interaction_threads
 
-            per_row /= interaction_threads(TreeShap(ctx.model), block)
-        return blocks_seconds(left, block, fixed, per_row)
+    def estimate(left: int) -> float:
+        fixed, per_row = interaction_block_line(ctx, method)
+        first, _, most = _interaction_plan(ctx, method)
+        return blocks_seconds(left, min(first, most), fixed, per_row)
 
     return _interaction_sums(ctx, method).seconds_left(len(ctx.X), estimate)
 
@@ -224,7 +279,7 @@ def interactions_every_row(ctx: ModelContext, progress=None):
     from explainers import ExplainerError
     from explainers.shap import MeanInteraction
 
-    from .interactions import EXACT_BACKGROUND, interaction_method
+    from .interactions import interaction_method
 
     method, reason = interaction_method(ctx)
     if method is None:
@@ -232,14 +287,9 @@ def interactions_every_row(ctx: ModelContext, progress=None):
     held = {}
 
     def add_block(start: int, stop: int):
-        rows = ctx.X.iloc[start:stop]
         if "explainer" not in held:  # in the worker: the page's script only waits
-            from explainers.shap import ExactShap, TreeShap
-
-            held["explainer"] = (TreeShap(ctx.model) if method == "tree"
-                                 else ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND)))
-        res = (held["explainer"].interactions(rows, nan_is_missing="auto") if method == "tree"
-               else held["explainer"].interactions(rows))
+            held["explainer"] = _interaction_explainer(ctx, method)
+        res = _interactions_of(held["explainer"], method, ctx.X.iloc[start:stop])
         pair, scale = res.pair_abs_sums()
         return (pair, scale), MeanInteraction.from_sums(pair, scale, stop - start, res)
 

@@ -418,3 +418,42 @@ def test_time_left_follows_the_pace_of_rows_added():
     assert sums.seconds_left(1000, lambda left: 7.0 * left) == pytest.approx(18.0, rel=1e-12)
     sums.done = 1000
     assert sums.seconds_left(1000, lambda left: 7.0 * left) == 0.0
+
+
+def test_every_row_estimate_from_block_sized_probes(monkeypatch):
+    """The every-row estimate's line comes from two block-sized probes (256 and 1,024 rows, the best
+    of two runs each), not from the few rows of the page's line; a model whose larger probe would be
+    slow by that line keeps it, with the tree walk's rows shared among its threads."""
+    from types import SimpleNamespace
+
+    from dashboard.state import every_row
+    from dashboard.state.cache import ResultCache
+    from dashboard.state.context import demo_context
+    from explainers.shap.interactions import interaction_threads
+
+    cache = ResultCache()
+    monkeypatch.setattr(every_row, "result_cache", lambda: cache)
+    ctx = demo_context("housing_gb")  # 2,000 rows, a tree model
+    clock = [0.0]
+    calls = []
+
+    def run(explainer, method, rows):  # a call costs 10 ms plus 0.1 ms a row (a run once 5 ms slower)
+        calls.append(len(rows))
+        clock[0] += 0.01 + 1e-4 * len(rows) + (0.005 if len(calls) % 2 else 0.0)
+
+    monkeypatch.setattr(every_row, "_interactions_of", run)
+    monkeypatch.setattr(every_row, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(ia, "shap_interaction_line", lambda ctx, method: (0.001, 1e-6))
+    fixed, per_row = every_row.interaction_block_line(ctx, "tree")
+    assert calls == [256, 256, 1024, 1024]
+    assert fixed == pytest.approx(0.01, rel=1e-9) and per_row == pytest.approx(1e-4, rel=1e-9)
+    first, _, most = every_row._interaction_plan(ctx, "tree")
+    want = every_row.blocks_seconds(2000, min(first, most), fixed, per_row)
+    assert every_row.interactions_every_row_seconds(ctx) == pytest.approx(want, rel=1e-12)
+    # a slow model: no probe, the page's line (its rows shared among the threads a block uses)
+    cache.clear()
+    calls.clear()
+    monkeypatch.setattr(ia, "shap_interaction_line", lambda ctx, method: (0.001, 1e-3))
+    fixed, per_row = every_row.interaction_block_line(ctx, "tree")
+    threads = interaction_threads(TreeShap(ctx.model), every_row._interaction_plan(ctx, "tree")[2])
+    assert calls == [] and fixed == 0.001 and per_row == pytest.approx(1e-3 / threads, rel=1e-12)
