@@ -118,13 +118,41 @@ def rows_added(ctx: ModelContext, method: str, output: str) -> int:
 
 
 def every_row_seconds(ctx: ModelContext, method: str, output: str) -> float:
-    """Estimated seconds for the rows not added yet: by the SHAP cost line and the worker's blocks, or
-    once some rows took a second, at their pace."""
+    """Estimated seconds for the rows not added yet: by the line of block-sized calls
+    (:func:`shap_block_line`) and the worker's blocks, or once some rows took a second, at their pace."""
     def estimate(left: int) -> float:
         fixed, per_row = shap_cost_line(ctx, method, output)
-        return blocks_seconds(left, first_block(shap_is_fast(ctx, method, output), fixed, per_row), fixed, per_row)
+        first = first_block(shap_is_fast(ctx, method, output), fixed, per_row)
+        fixed, per_row = shap_block_line(ctx, method, output)
+        return blocks_seconds(left, first, fixed, per_row)
 
     return _sums(ctx, method, output).seconds_left(len(ctx.X), estimate)
+
+
+def shap_block_line(ctx: ModelContext, method: str, output: str) -> tuple[float, float]:
+    """(fixed seconds per call, seconds per row) of SHAP values in block-sized calls
+    (:func:`_block_line`), cached; a slow model keeps the page's cost line (at a million rows that
+    line said 98 s for 60 s of work: its few rows ran on one thread)."""
+    def probe() -> tuple[float, float]:
+        from explainers.errors import OutOfReachError
+        from explainers.shap import explain
+
+        from .outputs import log_odds_output
+
+        bg = background(ctx)
+        line = shap_cost_line(ctx, method, output)
+        for out in (output, log_odds_output(ctx)):  # out of reach in probabilities: the log-odds explained instead
+            try:
+                return _block_line(ctx, line, lambda rows: explain(ctx.model, rows, background=bg, method=method,
+                                                                   output=out)) or line
+            except OutOfReachError:
+                if out != "proba":
+                    break
+            except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+                break
+        return line
+
+    return result_cache().get_or_compute(("shap_block_line", ctx.model_key, ctx.data_key, method, output), probe)
 
 
 def mean_abs_every_row(ctx: ModelContext, method: str, output: str, progress=None):
@@ -199,41 +227,56 @@ EVERY_PROBE_ROWS = (256, 1024)
 EVERY_PROBE_S = 0.2
 
 
-def interaction_block_line(ctx: ModelContext, method: str) -> tuple[float, float]:
-    """(fixed seconds per call, seconds per row) of SHAP interaction values in block-sized calls:
-    the line through two probes of EVERY_PROBE_ROWS rows (the best of two runs each), cached. The
-    page's cost line comes from a few rows on one thread, where a few milliseconds of noise swing
-    the slope (at a million rows it said 35 s, then 12 min, for 110 s of work), and a block's rows
-    share the threads. Where the larger probe would be slow by that line (a slow model, whose rows
-    dominate its cost anyway), that line, with the tree walk's rows shared among its threads."""
-    from .interactions import shap_interaction_line
+def _block_line(ctx: ModelContext, line: tuple[float, float], run) -> tuple[float, float] | None:
+    """(fixed seconds per call, seconds per row) of ``run(rows)`` in block-sized calls: the line
+    through two probes of EVERY_PROBE_ROWS rows, the best of two runs each. None where the larger
+    probe would take over EVERY_PROBE_S by ``line`` (the page's line of a few rows): a slow model,
+    whose rows dominate its cost anyway."""
     from .rows import sample_rows
 
+    fixed, per_row = line
+    small, big = EVERY_PROBE_ROWS
+    big = min(big, len(ctx.X), int((EVERY_PROBE_S - fixed) / per_row) if per_row > 0 else big)
+    if big < 2 * small:
+        return None
+    rows = sample_rows(ctx, big)
+
+    def took(part) -> float:
+        best = np.inf
+        for _ in range(2):
+            t0 = time.perf_counter()
+            run(part)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    t_small, t_big = took(rows.iloc[:small]), took(rows)
+    slope = max(0.0, (t_big - t_small) / (len(rows) - small))
+    return max(0.0, t_small - slope * small), slope
+
+
+def interaction_block_line(ctx: ModelContext, method: str) -> tuple[float, float]:
+    """(fixed seconds per call, seconds per row) of SHAP interaction values in block-sized calls
+    (:func:`_block_line`), cached. The page's cost line comes from a few rows on one thread, where
+    a few milliseconds of noise swing the slope (at a million rows it said 35 s, then 12 min, for
+    110 s of work), and a block's rows share the threads. A slow model keeps that line, the tree
+    walk's rows shared among its threads."""
+    from .interactions import shap_interaction_line
+
     def probe() -> tuple[float, float]:
-        fixed, per_row = shap_interaction_line(ctx, method)
-        small, big = EVERY_PROBE_ROWS
-        big = min(big, len(ctx.X), int((EVERY_PROBE_S - fixed) / per_row) if per_row > 0 else big)
+        line = shap_interaction_line(ctx, method)
         explainer = _interaction_explainer(ctx, method)
-        if big < 2 * small:
-            threads = 1
-            if method == "tree":
-                from explainers.shap.interactions import interaction_threads
+        try:
+            got = _block_line(ctx, line, lambda rows: _interactions_of(explainer, method, rows))
+        except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
+            got = None
+        if got is not None:
+            return got
+        threads = 1
+        if method == "tree":
+            from explainers.shap.interactions import interaction_threads
 
-                threads = interaction_threads(explainer, _interaction_plan(ctx, method)[2])
-            return fixed, per_row / threads
-        rows = sample_rows(ctx, big)
-
-        def took(part) -> float:
-            best = np.inf
-            for _ in range(2):
-                t0 = time.perf_counter()
-                _interactions_of(explainer, method, part)
-                best = min(best, time.perf_counter() - t0)
-            return best
-
-        t_small, t_big = took(rows.iloc[:small]), took(rows)
-        slope = max(0.0, (t_big - t_small) / (len(rows) - small))
-        return max(0.0, t_small - slope * small), slope
+            threads = interaction_threads(explainer, _interaction_plan(ctx, method)[2])
+        return line[0], line[1] / threads
 
     return result_cache().get_or_compute(("interactions_block_line", ctx.model_key, ctx.data_key, method), probe)
 

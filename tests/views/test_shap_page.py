@@ -216,3 +216,37 @@ def test_every_row_stopped_midway_keeps_its_rows_and_goes_on(monkeypatch):
     np.testing.assert_allclose(res.mean, np.abs(full.values).mean(axis=0), rtol=1e-12, atol=1e-15)
     assert res.n_rows == 2000 and list(res.feature_names) == list(full.feature_names)
     assert costs.blocks_seconds(0, 300, 0.1, 0.01) == 0.0 and every_row.every_row_seconds(ctx, "auto", output) == 0.0
+
+
+def test_every_row_estimate_probes_the_output_every_row_is_explained_in(monkeypatch):
+    """The every-row estimate's block-sized probes explain what the rows will be explained in: the
+    log-odds where the probability game is out of reach; the page's line where a probe fails."""
+    import explainers.shap as shap_mod
+    from dashboard.state import every_row
+    from dashboard.state.cache import ResultCache
+    from dashboard.state.context import demo_context
+    from dashboard.state.outputs import log_odds_output
+    from explainers.errors import OutOfReachError
+
+    cache = ResultCache()
+    monkeypatch.setattr(every_row, "result_cache", lambda: cache)
+    monkeypatch.setattr(every_row, "shap_cost_line", lambda ctx, method, output: (0.5, 0.25))
+    ctx = demo_context("breast_cancer_xgb")
+    asked = []
+
+    def explain(model, X, **kw):
+        asked.append(kw["output"])
+        if kw["output"] == "proba":
+            raise OutOfReachError("out of reach")
+
+    monkeypatch.setattr(shap_mod, "explain", explain)
+    monkeypatch.setattr(every_row, "_block_line", lambda ctx, line, run: run(ctx.X.iloc[:3]) or (1.0, 2.0))
+    assert every_row.shap_block_line(ctx, "auto", "proba") == (1.0, 2.0)
+    assert asked == ["proba", log_odds_output(ctx)]
+
+    def broken(model, X, **kw):
+        raise ValueError("no")
+
+    cache.clear()
+    monkeypatch.setattr(shap_mod, "explain", broken)
+    assert every_row.shap_block_line(ctx, "auto", "proba") == (0.5, 0.25)
