@@ -457,3 +457,28 @@ def test_every_row_estimate_from_block_sized_probes(monkeypatch):
     fixed, per_row = every_row.interaction_block_line(ctx, "tree")
     threads = interaction_threads(TreeShap(ctx.model), every_row._interaction_plan(ctx, "tree")[2])
     assert calls == [] and fixed == 0.001 and per_row == pytest.approx(1e-3 / threads, rel=1e-12)
+
+
+def test_every_row_of_the_exact_game(monkeypatch):
+    """A model without trees (the exact game over its background) gets every row's interactions too:
+    the means equal those of ExactShap on every row, block by block."""
+    from dashboard.state import every_row
+    from dashboard.state.cache import ResultCache
+    from dashboard.state.context import demo_context
+    from dashboard.figures.interactions import interaction_strength
+    from explainers.shap import ExactShap
+
+    monkeypatch.setattr(every_row, "result_cache", lambda cache=ResultCache(): cache)
+    monkeypatch.setattr(every_row, "first_block", lambda fast, fixed, per_row: 150)
+    monkeypatch.setattr(every_row, "next_block", lambda block, took, fixed: block)
+    ctx = demo_context("diabetes_linear")  # 442 rows, 10 features: the exact game, a sample of 200
+    assert ia.interaction_method(ctx)[0] == "exact" and ia.shap_interactions(ctx, ia.EXACT_ROWS).n_rows < len(ctx.X)
+    res = every_row.interactions_every_row(ctx)
+    full = ExactShap(ctx.model, every_row.background(ctx, ia.EXACT_BACKGROUND)).interactions(ctx.X)
+    assert res.n_rows == len(ctx.X) and res.method == "exact"
+    np.testing.assert_allclose(interaction_strength(res).to_numpy(), interaction_strength(full).to_numpy(),
+                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res.shap_scale[0], np.abs(full.shap_values).mean(), rtol=1e-12)
+    assert every_row.interactions_every_row_seconds(ctx) == 0.0
+    at = _open("diabetes_linear")
+    assert [t for t in at.toggle if t.label == "Mean |SHAP interaction| of every row (442)"]
