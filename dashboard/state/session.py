@@ -196,6 +196,7 @@ CONTROLS: dict[str, Control] = {c.key: c for c in [
     *_controls("quality", "str", residuals_by="quality_feature"),
     # Segments (the proposals; the segments themselves are ?seg= / ?segon=, see .segments)
     *_controls("segments", "int", depth="seg_prop_depth", min_rows="seg_prop_min"),
+    *_controls("segments", "bool", every="seg_prop_all"),
     # Compare
     *_controls("compare", "list", models="compare_with"),
     *_controls("compare", "str", feature="compare_feature"),

@@ -245,3 +245,5 @@ def test_proposals_on_a_sample_say_so_and_offer_every_row(monkeypatch):
     assert toggle.value is False
     toggle.set_value(True).run()
     assert not at.exception and not [c for c in at.caption if "seeded sample" in c.value]
+    # the link keeps it: a colleague opening it gets the tree of every row
+    assert at.query_params.get("every") in (["true"], "true", ["1"], "1", ["True"], "True"), dict(at.query_params)
