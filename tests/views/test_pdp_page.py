@@ -1,6 +1,7 @@
 """The PDP / ICE / ALE page through AppTest: figures carry scikit-learn's numbers."""
 
 import numpy as np
+import pytest
 from sklearn.inspection import partial_dependence as sk_partial_dependence
 
 from dashboard import state
@@ -264,7 +265,9 @@ def test_every_row_estimate_counts_the_brute_force_predictions():
     two = state.pdp(ctx, ("bmi", "age"), 7, (0.05, 0.95), 100)
     assert one.method == two.method == "brute"
     per_row = costs.predict_seconds_per_row(ctx)
-    assert state.pdp_every_row_seconds(ctx, one) == per_row * len(ctx.X) * len(one.grid[0]) > 0
-    assert state.pdp_every_row_seconds(ctx, two) == per_row * len(ctx.X) * len(two.grid[0]) * len(two.grid[1])
+    assert state.pdp_every_row_seconds(ctx, one) == pytest.approx(per_row * len(ctx.X) * len(one.grid[0]), rel=1e-12)
+    assert state.pdp_every_row_seconds(ctx, two) == pytest.approx(
+        per_row * len(ctx.X) * len(two.grid[0]) * len(two.grid[1]), rel=1e-12)
+    assert per_row > 0
     tree = state.pdp(demo_context("housing_gb"), ("latitude",), 20, (0.05, 0.95), 100)
     assert tree.method == "tree" and state.pdp_every_row_seconds(demo_context("housing_gb"), tree) == 0.0
