@@ -173,6 +173,16 @@ def _shap_line(ctx: ModelContext, method: str, output: str) -> tuple[float, floa
     return probe_line(ctx, ("shap_line", ctx.model_key, ctx.data_key, method, output), run)
 
 
+def best_of_two(run, rows) -> float:
+    """Seconds of the faster of two runs of ``run(rows)`` (a shared machine only ever makes a run slower)."""
+    best = np.inf
+    for _ in range(2):
+        t0 = time.perf_counter()
+        run(rows)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def probe_line(ctx: ModelContext, key: tuple, run) -> tuple[float, float]:
     """(fixed seconds per call, seconds per row) of ``run(rows)``, cached under ``key``: after a
     one-row warm-up (kernels load), the best of two runs of TREE_PROBE_ROWS[0] rows and of
@@ -184,24 +194,16 @@ def probe_line(ctx: ModelContext, key: tuple, run) -> tuple[float, float]:
         small, big = TREE_PROBE_ROWS
         rows = sample_rows(ctx, big)
 
-        def took(part) -> float:
-            best = np.inf
-            for _ in range(2):
-                t0 = time.perf_counter()
-                run(part)
-                best = min(best, time.perf_counter() - t0)
-            return best
-
         try:
             run(rows.iloc[:1])
-            t_small = took(rows.iloc[:small])
+            t_small = best_of_two(run, rows.iloc[:small])
             if len(rows) <= small:
                 return 0.0, t_small / max(1, len(rows))
-            t_big = took(rows)
+            t_big = best_of_two(run, rows)
             # rows that cost less than the machine's noise: more rows until their cost shows
             while t_big - t_small < PROBE_SPREAD_S and len(rows) < min(len(ctx.X), MAX_PROBE_ROWS):
                 rows = sample_rows(ctx, min(len(ctx.X), MAX_PROBE_ROWS, 4 * len(rows)))
-                t_big = took(rows)
+                t_big = best_of_two(run, rows)
         except ExplainerError:
             return 0.0, 0.0
         per_row = max(0.0, (t_big - t_small) / (len(rows) - small))

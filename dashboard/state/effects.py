@@ -18,17 +18,21 @@ def pdp(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int, perc
         max_rows: int = PDP_MAX_ROWS):
     """Partial dependence (and ICE for one feature), cached per model, data and settings."""
     sample = max_rows if len(ctx.X) > max_rows else None
-
-    def compute():
-        from explainers.pdp import partial_dependence
-
-        return scale_named(partial_dependence(
-            effects_model(ctx), ctx.X, list(features), grid_resolution=grid_resolution, percentiles=percentiles,
-            kind="both" if len(features) == 1 else "average", sample=sample, random_state=0,
-        ), ctx)
-
+    kind = "both" if len(features) == 1 else "average"
     key = ("pdp", ctx.model_key, ctx.data_key, features, grid_resolution, percentiles, sample, scale_key(ctx))
-    return result_cache().get_or_compute(key, compute)
+    return result_cache().get_or_compute(
+        key, lambda: _partial_dependence(ctx, features, grid_resolution, percentiles, kind, sample))
+
+
+def _partial_dependence(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int,
+                        percentiles: tuple[float, float], kind: str, sample: int | None):
+    """The pages' partial dependence: of the model on the sidebar's scale, seeded, named for the page."""
+    from explainers.pdp import partial_dependence
+
+    return scale_named(partial_dependence(
+        effects_model(ctx), ctx.X, list(features), grid_resolution=grid_resolution, percentiles=percentiles,
+        kind=kind, sample=sample, random_state=0,
+    ), ctx)
 
 
 def pdp_every_row(ctx: ModelContext, features: tuple[str, ...], grid_resolution: int,
@@ -36,18 +40,10 @@ def pdp_every_row(ctx: ModelContext, features: tuple[str, ...], grid_resolution:
     """Partial dependence (the average alone, no ICE) over every row, on the grid :func:`pdp` uses
     (the grid is of every row whatever the sample); computed in a worker thread, ``notice(seconds)``
     showing that it runs and letting a Stop end the wait, and cached."""
-    def compute():
-        from explainers.pdp import partial_dependence
-
-        return scale_named(partial_dependence(
-            effects_model(ctx), ctx.X, list(features), grid_resolution=grid_resolution, percentiles=percentiles,
-            kind="average", sample=None, random_state=0,
-        ), ctx)
-
     from .worker import in_worker
 
     return in_worker(("pdp_every", ctx.model_key, ctx.data_key, features, grid_resolution, percentiles, scale_key(ctx)),
-                     compute, notice)
+                     lambda: _partial_dependence(ctx, features, grid_resolution, percentiles, "average", None), notice)
 
 
 def pdp_every_row_seconds(ctx: ModelContext, sample) -> float:

@@ -17,7 +17,8 @@ import numpy as np
 
 from .cache import result_cache
 from .context import ModelContext
-from .costs import blocks_seconds, first_block, next_block, out_of_reach_note, shap_cost_line, shap_is_fast
+from .costs import (best_of_two, blocks_seconds, first_block, next_block, out_of_reach_note, shap_cost_line,
+                    shap_is_fast)
 from .rows import background
 from .worker import _POLL_S  # seconds between the page's looks at the worker
 
@@ -240,16 +241,7 @@ def _block_line(ctx: ModelContext, line: tuple[float, float], run) -> tuple[floa
     if big < 2 * small:
         return None
     rows = sample_rows(ctx, big)
-
-    def took(part) -> float:
-        best = np.inf
-        for _ in range(2):
-            t0 = time.perf_counter()
-            run(part)
-            best = min(best, time.perf_counter() - t0)
-        return best
-
-    t_small, t_big = took(rows.iloc[:small]), took(rows)
+    t_small, t_big = best_of_two(run, rows.iloc[:small]), best_of_two(run, rows)
     slope = max(0.0, (t_big - t_small) / (len(rows) - small))
     return max(0.0, t_small - slope * small), slope
 
@@ -260,13 +252,13 @@ def interaction_block_line(ctx: ModelContext, method: str) -> tuple[float, float
     a few milliseconds of noise swing the slope (at a million rows it said 35 s, then 12 min, for
     110 s of work), and a block's rows share the threads. A slow model keeps that line, the tree
     walk's rows shared among its threads."""
-    from .interactions import shap_interaction_line
+    from .interactions import interaction_explainer, interactions_of, shap_interaction_line
 
     def probe() -> tuple[float, float]:
         line = shap_interaction_line(ctx, method)
-        explainer = _interaction_explainer(ctx, method)
+        explainer = interaction_explainer(ctx, method)
         try:
-            got = _block_line(ctx, line, lambda rows: _interactions_of(explainer, method, rows))
+            got = _block_line(ctx, line, lambda rows: interactions_of(explainer, method, rows))
         except Exception:  # noqa: BLE001 - the computation itself will say what is wrong
             got = None
         if got is not None:
@@ -279,18 +271,6 @@ def interaction_block_line(ctx: ModelContext, method: str) -> tuple[float, float
         return line[0], line[1] / threads
 
     return result_cache().get_or_compute(("interactions_block_line", ctx.model_key, ctx.data_key, method), probe)
-
-
-def _interaction_explainer(ctx: ModelContext, method: str):
-    from explainers.shap import ExactShap, TreeShap
-
-    from .interactions import EXACT_BACKGROUND
-
-    return TreeShap(ctx.model) if method == "tree" else ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND))
-
-
-def _interactions_of(explainer, method: str, rows):
-    return explainer.interactions(rows, nan_is_missing="auto") if method == "tree" else explainer.interactions(rows)
 
 
 def interactions_every_row_seconds(ctx: ModelContext) -> float:
@@ -322,7 +302,7 @@ def interactions_every_row(ctx: ModelContext, progress=None):
     from explainers import ExplainerError
     from explainers.shap import MeanInteraction
 
-    from .interactions import interaction_method
+    from .interactions import interaction_explainer, interaction_method, interactions_of
 
     method, reason = interaction_method(ctx)
     if method is None:
@@ -331,8 +311,8 @@ def interactions_every_row(ctx: ModelContext, progress=None):
 
     def add_block(start: int, stop: int):
         if "explainer" not in held:  # in the worker: the page's script only waits
-            held["explainer"] = _interaction_explainer(ctx, method)
-        res = _interactions_of(held["explainer"], method, ctx.X.iloc[start:stop])
+            held["explainer"] = interaction_explainer(ctx, method)
+        res = interactions_of(held["explainer"], method, ctx.X.iloc[start:stop])
         pair, scale = res.pair_abs_sums()
         return (pair, scale), MeanInteraction.from_sums(pair, scale, stop - start, res)
 

@@ -256,9 +256,7 @@ def exact_interaction_line(ctx: ModelContext) -> tuple[float, float] | None:
         return None
 
     def run(rows):
-        from explainers.shap import ExactShap
-
-        ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND)).interactions(rows)
+        interactions_of(interaction_explainer(ctx, "exact"), "exact", rows)
 
     return probe_line(ctx, ("interactions_exact_line", ctx.model_key, ctx.data_key), run)
 
@@ -280,11 +278,25 @@ def tree_interaction_line(ctx: ModelContext) -> tuple[float, float]:
     from .costs import probe_line
 
     def run(rows):
-        from explainers.shap import TreeShap
-
-        TreeShap(ctx.model).interactions(rows, nan_is_missing="auto")
+        interactions_of(interaction_explainer(ctx, "tree"), "tree", rows)
 
     return probe_line(ctx, ("interactions_line", ctx.model_key, ctx.data_key), run)
+
+
+def interaction_explainer(ctx: ModelContext, method: str):
+    """The explainer of the page's SHAP interaction values by ``method``: Tree SHAP ("tree"), or
+    the exact game over :data:`EXACT_BACKGROUND` background rows ("exact")."""
+    from explainers.shap import ExactShap, TreeShap
+
+    return TreeShap(ctx.model) if method == "tree" else ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND))
+
+
+def interactions_of(explainer, method: str, rows, progress=None):
+    """SHAP interaction values of ``rows`` by :func:`interaction_explainer`'s explainer (Tree SHAP
+    with empty cells as the model takes them)."""
+    if method == "tree":
+        return explainer.interactions(rows, nan_is_missing="auto", progress=progress)
+    return explainer.interactions(rows, progress=progress)
 
 
 def h_predictions(ctx: ModelContext, n: int, overall_too: bool, k: int = MAX_FEATURES) -> int:
@@ -326,14 +338,7 @@ def shap_interactions(ctx: ModelContext, n_rows: int = SHAP_ROWS, progress=None)
     n = shap_rows_used(ctx, method, n_rows)
 
     def compute():
-        rows = sample_rows(ctx, n)
-        if method == "tree":
-            from explainers.shap import TreeShap
-
-            return TreeShap(ctx.model).interactions(rows, nan_is_missing="auto", progress=progress)
-        from explainers.shap import ExactShap
-
-        return ExactShap(ctx.model, background(ctx, EXACT_BACKGROUND)).interactions(rows, progress=progress)
+        return interactions_of(interaction_explainer(ctx, method), method, sample_rows(ctx, n), progress)
 
     return result_cache().get_or_compute(("interactions_shap", ctx.model_key, ctx.data_key, n, method), compute)
 

@@ -80,6 +80,15 @@ MAX_EXACT_INTERACTION_FEATURES = 16
 
 
 # ----------------------------------------------------------------- result
+def _check_output(class_index, k: int, func: str) -> int:
+    """``k``, where ``class_index`` is an int in [0, k - 1] (an output of a result of ``k``); else
+    the error naming ``func``."""
+    ok = isinstance(class_index, (int, np.integer)) and not isinstance(class_index, bool)
+    if not ok or not 0 <= class_index < k:
+        raise param_error("class_index", func, f"an int in [0, {k - 1}]", class_index)
+    return k
+
+
 @dataclass(frozen=True, eq=False)
 class ShapInteractionResult:
     """SHAP interaction values for a set of rows.
@@ -163,11 +172,7 @@ class ShapInteractionResult:
         class_index : int
             Position of the output (class) in ``output_names``.
         """
-        k = self.n_outputs
-        ok = isinstance(class_index, (int, np.integer)) and not isinstance(class_index, bool)
-        if not ok or not 0 <= class_index < k:
-            raise param_error("class_index", "ShapInteractionResult.select",
-                              f"an int in [0, {k - 1}]", class_index)
+        k = _check_output(class_index, self.n_outputs, "ShapInteractionResult.select")
         if k == 1:
             return self
         c = int(class_index)
@@ -297,10 +302,7 @@ class MeanInteraction:
 
     def select(self, class_index: int) -> "MeanInteraction":
         """The means of one output, with a 2-D ``pair``."""
-        k = self.n_outputs
-        ok = isinstance(class_index, (int, np.integer)) and not isinstance(class_index, bool)
-        if not ok or not 0 <= class_index < k:
-            raise param_error("class_index", "MeanInteraction.select", f"an int in [0, {k - 1}]", class_index)
+        _check_output(class_index, self.n_outputs, "MeanInteraction.select")
         if self.pair.ndim == 2:
             return self
         c = int(class_index)
@@ -492,8 +494,7 @@ def _run_rows(ts, nd, depth, plan: _Plan, Xp, rows, bg, out, tick) -> None:
     ens = ts.ensemble
     iv = ts.mode == "interventional"
     n, p = Xp.shape
-    k = ens.n_raw
-    block = int(min(128, max(8, BLOCK_FLOATS // (p * p * k))))
+    block = _row_block(p, ens.n_raw)
     common = (nd["node_offsets"], nd["feature"], nd["threshold"], nd["left"], nd["right"],
               nd["missing_left"], nd["cat_start"], nd["cat_bits"])
     if len(plan.direct_trees) and iv:
@@ -531,13 +532,17 @@ def _run_rows(ts, nd, depth, plan: _Plan, Xp, rows, bg, out, tick) -> None:
             tick(done)
 
 
+def _row_block(p: int, k: int) -> int:
+    """Rows a kernel call accumulates at once: BLOCK_FLOATS of p x p x k values, 8 to 128."""
+    return int(min(128, max(8, BLOCK_FLOATS // (p * p * k))))
+
+
 def _row_chunks(ts, n_rows: int, p: int) -> tuple[int, int]:
     """(rows per thread task, threads) of :func:`_run_rows` on ``n_rows`` rows of ``p`` features:
     one thread below MIN_PARALLEL_WORK updates or for one task."""
     nd = ts._nodes
     depth = true_depth(ts.ensemble)
-    block = int(min(128, max(8, BLOCK_FLOATS // (p * p * ts.ensemble.n_raw))))
-    per = max(block, min(CHUNK_ROWS, -(-int(n_rows) // ts.n_jobs)))
+    per = max(_row_block(p, ts.ensemble.n_raw), min(CHUNK_ROWS, -(-int(n_rows) // ts.n_jobs)))
     tasks = -(-int(n_rows) // per)
     leaves = int((nd["left"] < 0).sum())
     work_est = float(n_rows) * leaves * max(depth, 1) ** 2 / 2

@@ -441,8 +441,10 @@ def test_every_row_estimate_from_block_sized_probes(monkeypatch):
         calls.append(len(rows))
         clock[0] += 0.01 + 1e-4 * len(rows) + (0.005 if len(calls) % 2 else 0.0)
 
-    monkeypatch.setattr(every_row, "_interactions_of", run)
-    monkeypatch.setattr(every_row, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(ia, "interactions_of", run)
+    from dashboard.state import costs
+
+    monkeypatch.setattr(costs, "time", SimpleNamespace(perf_counter=lambda: clock[0]))  # the probes' clock
     monkeypatch.setattr(ia, "shap_interaction_line", lambda ctx, method: (0.001, 1e-6))
     fixed, per_row = every_row.interaction_block_line(ctx, "tree")
     assert calls == [256, 256, 1024, 1024]
